@@ -1,0 +1,350 @@
+//! [`Context`]: what a tool, middleware or extension knows about the request it serves.
+
+use std::sync::Arc;
+
+use mcp_types::{JsonObject, ProtocolVersion, RequestId, meta};
+use rmcp::{RoleServer, model::Extensions, service::Peer};
+use tokio_util::sync::CancellationToken;
+
+use crate::Server;
+
+/// The protocol era of a request.
+///
+/// ```
+/// use mcp_core::Era;
+/// use mcp_core::types::ProtocolVersion;
+/// assert_eq!(Era::of(Some(&ProtocolVersion::V_2026_07_28)), Era::Modern);
+/// assert_eq!(Era::of(Some(&ProtocolVersion::V_2025_11_25)), Era::Legacy);
+/// assert_eq!(Era::of(None), Era::Unknown);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Era {
+    /// 2026-07-28 or later: `server/discover`, per-request `_meta`, extensions such as tasks.
+    Modern,
+    /// Before 2026-07-28: the `initialize` handshake.
+    Legacy,
+    /// No protocol version is known (an in-process call without one).
+    Unknown,
+}
+
+impl Era {
+    /// The era of a protocol version.
+    ///
+    /// ```
+    /// assert_eq!(mcp_core::Era::of(None), mcp_core::Era::Unknown);
+    /// ```
+    pub fn of(version: Option<&ProtocolVersion>) -> Era {
+        match version {
+            Some(v) if v.as_str() >= ProtocolVersion::V_2026_07_28.as_str() => Era::Modern,
+            Some(_) => Era::Legacy,
+            None => Era::Unknown,
+        }
+    }
+}
+
+/// Everything one request carries, shared unchanged by every server it passes through.
+///
+/// The rmcp adapter builds it from rmcp's `RequestContext`; in-process callers build it with
+/// [`RequestScope::new`] and the `with_*` setters.
+///
+/// ```
+/// use mcp_core::RequestScope;
+/// use mcp_core::types::ProtocolVersion;
+/// let scope = RequestScope::new().with_protocol_version(ProtocolVersion::V_2026_07_28);
+/// assert_eq!(scope.era(), mcp_core::Era::Modern);
+/// ```
+#[derive(Debug, Default, Clone)]
+pub struct RequestScope {
+    protocol_version: Option<ProtocolVersion>,
+    meta: JsonObject,
+    cancellation: CancellationToken,
+    request_id: Option<RequestId>,
+    peer: Option<Peer<RoleServer>>,
+    extensions: Extensions,
+}
+
+impl RequestScope {
+    /// An empty scope: no protocol version, no `_meta`, a fresh cancellation token.
+    ///
+    /// ```
+    /// assert!(mcp_core::RequestScope::new().meta().is_empty());
+    /// ```
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Builds the scope of a request arriving through rmcp.
+    pub(crate) fn from_rmcp(cx: rmcp::service::RequestContext<RoleServer>) -> Self {
+        let protocol_version = cx.protocol_version();
+        let rmcp::service::RequestContext {
+            ct,
+            id,
+            meta,
+            extensions,
+            peer,
+            ..
+        } = cx;
+        Self {
+            protocol_version,
+            meta: meta.0.0,
+            cancellation: ct,
+            request_id: Some(id),
+            peer: Some(peer),
+            extensions,
+        }
+    }
+
+    /// Sets the protocol version.
+    ///
+    /// ```
+    /// use mcp_core::{Era, RequestScope, types::ProtocolVersion};
+    /// assert_eq!(RequestScope::new().with_protocol_version(ProtocolVersion::V_2025_11_25).era(), Era::Legacy);
+    /// ```
+    pub fn with_protocol_version(mut self, version: ProtocolVersion) -> Self {
+        self.protocol_version = Some(version);
+        self
+    }
+
+    /// Sets the request's `_meta`.
+    ///
+    /// ```
+    /// let mut meta = mcp_core::types::JsonObject::new();
+    /// meta.insert("k".into(), 1.into());
+    /// assert_eq!(mcp_core::RequestScope::new().with_meta(meta).meta()["k"], 1);
+    /// ```
+    pub fn with_meta(mut self, meta: JsonObject) -> Self {
+        self.meta = meta;
+        self
+    }
+
+    /// Declares, in `_meta`, that the client opts in to extension `id` with `settings` on
+    /// this request (`io.modelcontextprotocol/clientCapabilities.extensions[id]`).
+    ///
+    /// ```
+    /// use mcp_core::RequestScope;
+    /// let scope = RequestScope::new().with_client_extension("io.modelcontextprotocol/tasks", Default::default());
+    /// assert!(scope.client_extension("io.modelcontextprotocol/tasks").is_some());
+    /// ```
+    pub fn with_client_extension(mut self, id: &str, settings: JsonObject) -> Self {
+        let caps = self
+            .meta
+            .entry(meta::CLIENT_CAPABILITIES)
+            .or_insert_with(|| serde_json::Value::Object(JsonObject::new()));
+        if !caps.is_object() {
+            *caps = serde_json::Value::Object(JsonObject::new());
+        }
+        if let Some(caps) = caps.as_object_mut() {
+            let extensions = caps
+                .entry("extensions")
+                .or_insert_with(|| serde_json::Value::Object(JsonObject::new()));
+            if !extensions.is_object() {
+                *extensions = serde_json::Value::Object(JsonObject::new());
+            }
+            if let Some(extensions) = extensions.as_object_mut() {
+                extensions.insert(id.to_owned(), serde_json::Value::Object(settings));
+            }
+        }
+        self
+    }
+
+    /// Uses `token` as the request's cancellation token.
+    ///
+    /// ```
+    /// let token = tokio_util::sync::CancellationToken::new();
+    /// let scope = mcp_core::RequestScope::new().with_cancellation(token.clone());
+    /// token.cancel();
+    /// assert!(scope.cancellation().is_cancelled());
+    /// ```
+    pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
+        self.cancellation = token;
+        self
+    }
+
+    /// Inserts a typed value that tools and middleware can read (auth identity, HTTP parts...).
+    ///
+    /// ```
+    /// #[derive(Clone)] struct Tenant(&'static str);
+    /// let scope = mcp_core::RequestScope::new().with_extension(Tenant("acme"));
+    /// assert_eq!(scope.extensions().get::<Tenant>().unwrap().0, "acme");
+    /// ```
+    pub fn with_extension<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.extensions.insert(value);
+        self
+    }
+
+    /// The negotiated or per-request protocol version.
+    ///
+    /// ```
+    /// assert!(mcp_core::RequestScope::new().protocol_version().is_none());
+    /// ```
+    pub fn protocol_version(&self) -> Option<&ProtocolVersion> {
+        self.protocol_version.as_ref()
+    }
+
+    /// The request's protocol era.
+    ///
+    /// ```
+    /// assert_eq!(mcp_core::RequestScope::new().era(), mcp_core::Era::Unknown);
+    /// ```
+    pub fn era(&self) -> Era {
+        Era::of(self.protocol_version.as_ref())
+    }
+
+    /// The request's `_meta`.
+    ///
+    /// ```
+    /// assert!(mcp_core::RequestScope::new().meta().is_empty());
+    /// ```
+    pub fn meta(&self) -> &JsonObject {
+        &self.meta
+    }
+
+    /// The settings object the client declared for extension `id` on this request, read from
+    /// `_meta["io.modelcontextprotocol/clientCapabilities"].extensions[id]`. Only an object
+    /// counts as a declaration (SEP-2663 §2.2).
+    ///
+    /// ```
+    /// assert!(mcp_core::RequestScope::new().client_extension("x").is_none());
+    /// ```
+    pub fn client_extension(&self, id: &str) -> Option<&JsonObject> {
+        self.meta
+            .get(meta::CLIENT_CAPABILITIES)?
+            .get("extensions")?
+            .get(id)?
+            .as_object()
+    }
+
+    /// Cancelled when the client cancels the request or the connection closes.
+    ///
+    /// ```
+    /// assert!(!mcp_core::RequestScope::new().cancellation().is_cancelled());
+    /// ```
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancellation
+    }
+
+    /// The JSON-RPC id, for requests that came over a transport.
+    ///
+    /// ```
+    /// assert!(mcp_core::RequestScope::new().request_id().is_none());
+    /// ```
+    pub fn request_id(&self) -> Option<&RequestId> {
+        self.request_id.as_ref()
+    }
+
+    /// The connected client, for notifications; `None` in process.
+    ///
+    /// ```
+    /// assert!(mcp_core::RequestScope::new().peer().is_none());
+    /// ```
+    pub fn peer(&self) -> Option<&Peer<RoleServer>> {
+        self.peer.as_ref()
+    }
+
+    /// Typed values attached to the request: over HTTP, `http::request::Parts` (headers...).
+    ///
+    /// ```
+    /// assert!(mcp_core::RequestScope::new().extensions().get::<u8>().is_none());
+    /// ```
+    pub fn extensions(&self) -> &Extensions {
+        &self.extensions
+    }
+}
+
+/// The request as seen from one server: the [`RequestScope`] plus the server whose call is
+/// running. Each server level of a mounted call gets its own `Context` bound to that server,
+/// sharing one scope (B26), so a mounted tool's `Context` names its own (child) server (E01).
+///
+/// `Context` is an extractor: put it among a tool's parameters.
+///
+/// ```
+/// use mcp_core::{Context, Server, ToolDef};
+///
+/// async fn whoami(cx: Context) -> String {
+///     format!("context server: {}", cx.server().name())
+/// }
+/// let server = Server::new("child");
+/// server.add_tool(ToolDef::new("whoami", whoami)).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct Context {
+    server: Server,
+    scope: Arc<RequestScope>,
+}
+
+impl Context {
+    /// A context for `server` within `scope`.
+    ///
+    /// ```
+    /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), mcp_core::RequestScope::new());
+    /// assert_eq!(cx.server().name(), "s");
+    /// ```
+    pub fn new(server: Server, scope: RequestScope) -> Self {
+        Self {
+            server,
+            scope: Arc::new(scope),
+        }
+    }
+
+    /// The same request, seen from `server` (a mounted child).
+    ///
+    /// ```
+    /// let cx = mcp_core::Context::new(mcp_core::Server::new("parent"), Default::default());
+    /// assert_eq!(cx.for_server(&mcp_core::Server::new("child")).server().name(), "child");
+    /// ```
+    pub fn for_server(&self, server: &Server) -> Context {
+        Context {
+            server: server.clone(),
+            scope: Arc::clone(&self.scope),
+        }
+    }
+
+    /// The server whose call is running: for a mounted tool, the child that owns it.
+    ///
+    /// ```
+    /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), Default::default());
+    /// assert_eq!(cx.server().name(), "s");
+    /// ```
+    pub fn server(&self) -> &Server {
+        &self.server
+    }
+
+    /// The request scope shared by every server level.
+    ///
+    /// ```
+    /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), Default::default());
+    /// assert!(cx.scope().meta().is_empty());
+    /// ```
+    pub fn scope(&self) -> &RequestScope {
+        &self.scope
+    }
+
+    /// The request's protocol era.
+    ///
+    /// ```
+    /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), Default::default());
+    /// assert_eq!(cx.era(), mcp_core::Era::Unknown);
+    /// ```
+    pub fn era(&self) -> Era {
+        self.scope.era()
+    }
+
+    /// Cancelled when the client cancels the request.
+    ///
+    /// ```
+    /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), Default::default());
+    /// assert!(!cx.cancellation().is_cancelled());
+    /// ```
+    pub fn cancellation(&self) -> &CancellationToken {
+        self.scope.cancellation()
+    }
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("server", &self.server.name())
+            .field("scope", &self.scope)
+            .finish()
+    }
+}

@@ -1,0 +1,265 @@
+//! Errors: [`ToolError`] for tool bodies, [`ServerError`] for building and serving servers.
+
+use std::error::Error as StdError;
+
+use mcp_types::{ErrorCode, ErrorData};
+
+/// The error a tool body returns.
+///
+/// Like `anyhow::Error`, `ToolError` converts from any `std::error::Error` with `?`, so it does
+/// not implement `std::error::Error` itself. What the client sees depends on how it was made:
+///
+/// | made with | the client gets |
+/// |---|---|
+/// | [`ToolError::new`] | a `CallToolResult` with `isError: true` and the message |
+/// | [`ToolError::protocol`], or `?` on an rmcp [`ErrorData`] | that JSON-RPC error |
+/// | [`ToolError::invalid_arguments`] | JSON-RPC `-32602` with the message |
+/// | `?` on any other error | `isError: true` with `Error calling tool '<name>'`, plus `: <error>` when the owning server does not mask error details |
+///
+/// ```
+/// use mcp_core::ToolError;
+///
+/// fn parse(text: &str) -> Result<i64, ToolError> {
+///     if text.is_empty() {
+///         return Err(ToolError::new("text must not be empty"));
+///     }
+///     Ok(text.parse::<i64>()?) // a ParseIntError becomes a masked internal error
+/// }
+/// assert!(parse("").is_err());
+/// assert_eq!(parse("7").unwrap(), 7);
+/// ```
+pub struct ToolError {
+    kind: ToolErrorKind,
+}
+
+enum ToolErrorKind {
+    Message(String),
+    InvalidArguments(String),
+    Protocol(ErrorData),
+    Internal(Box<dyn StdError + Send + Sync>),
+}
+
+impl ToolError {
+    /// A tool error the client sees as `isError: true` with `message`.
+    ///
+    /// ```
+    /// let e = mcp_core::ToolError::new("Access denied: admin only");
+    /// assert_eq!(e.to_string(), "Access denied: admin only");
+    /// ```
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            kind: ToolErrorKind::Message(message.into()),
+        }
+    }
+
+    /// A JSON-RPC error returned as is (the call fails at the protocol level).
+    ///
+    /// ```
+    /// use mcp_core::{ToolError, types::ErrorData};
+    /// let e = ToolError::protocol(ErrorData::internal_error("protocol fault", None));
+    /// assert!(e.to_string().contains("protocol fault"));
+    /// ```
+    pub fn protocol(error: ErrorData) -> Self {
+        Self {
+            kind: ToolErrorKind::Protocol(error),
+        }
+    }
+
+    /// Invalid arguments: JSON-RPC `-32602` with `message`.
+    ///
+    /// ```
+    /// let e = mcp_core::ToolError::invalid_arguments("a: expected an integer");
+    /// assert_eq!(e.into_error_data("add", true).unwrap_err().code.0, -32602);
+    /// ```
+    pub fn invalid_arguments(message: impl Into<String>) -> Self {
+        Self {
+            kind: ToolErrorKind::InvalidArguments(message.into()),
+        }
+    }
+
+    /// An internal failure, masked unless the owning server unmasks error details.
+    ///
+    /// ```
+    /// let e = mcp_core::ToolError::internal(std::io::Error::other("disk full"));
+    /// assert!(e.to_string().contains("disk full"));
+    /// ```
+    pub fn internal(error: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+        let error = error.into();
+        match error.downcast::<ErrorData>() {
+            Ok(data) => Self::protocol(*data),
+            Err(error) => Self {
+                kind: ToolErrorKind::Internal(error),
+            },
+        }
+    }
+
+    /// Turns the error into what the client receives: `Ok` is a `CallToolResult` with
+    /// `isError: true`, `Err` a JSON-RPC error. `tool` names the tool in masked messages.
+    ///
+    /// ```
+    /// let masked = mcp_core::ToolError::internal(std::io::Error::other("secret"))
+    ///     .into_error_data("leak", true)
+    ///     .unwrap();
+    /// assert_eq!(masked.content[0].as_text().unwrap().text, "Error calling tool 'leak'");
+    /// ```
+    pub fn into_error_data(
+        self,
+        tool: &str,
+        mask_details: bool,
+    ) -> Result<mcp_types::CallToolResult, ErrorData> {
+        use mcp_types::{CallToolResult, ContentBlock};
+        match self.kind {
+            ToolErrorKind::Message(message) => Ok(CallToolResult::error(vec![ContentBlock::text(message)])),
+            ToolErrorKind::InvalidArguments(message) => {
+                Err(ErrorData::new(ErrorCode::INVALID_PARAMS, message, None))
+            }
+            ToolErrorKind::Protocol(error) => Err(error),
+            ToolErrorKind::Internal(error) => {
+                let text = if mask_details {
+                    format!("Error calling tool '{tool}'")
+                } else {
+                    format!("Error calling tool '{tool}': {error}")
+                };
+                tracing::warn!(tool, error = %error, "tool failed");
+                Ok(CallToolResult::error(vec![ContentBlock::text(text)]))
+            }
+        }
+    }
+}
+
+impl<E: StdError + Send + Sync + 'static> From<E> for ToolError {
+    fn from(error: E) -> Self {
+        Self::internal(error)
+    }
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.kind {
+            ToolErrorKind::Message(m) | ToolErrorKind::InvalidArguments(m) => f.write_str(m),
+            ToolErrorKind::Protocol(e) => write!(f, "{} ({})", e.message, e.code.0),
+            ToolErrorKind::Internal(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::fmt::Debug for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.kind {
+            ToolErrorKind::Message(m) => f.debug_tuple("ToolError::Message").field(m).finish(),
+            ToolErrorKind::InvalidArguments(m) => {
+                f.debug_tuple("ToolError::InvalidArguments").field(m).finish()
+            }
+            ToolErrorKind::Protocol(e) => f.debug_tuple("ToolError::Protocol").field(e).finish(),
+            ToolErrorKind::Internal(e) => f.debug_tuple("ToolError::Internal").field(e).finish(),
+        }
+    }
+}
+
+/// Errors from building, mounting, starting and serving a [`Server`](crate::Server).
+///
+/// ```
+/// use mcp_core::{Server, ServerError};
+/// let server = Server::new("s");
+/// assert!(matches!(server.mount(&server, None), Err(ServerError::MountSelf)));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// A version string was rejected.
+    #[error("invalid version for {component} '{name}': {source}")]
+    InvalidVersion {
+        /// `"tool"`, `"resource"` or `"prompt"`.
+        component: &'static str,
+        /// The component's name.
+        name: String,
+        /// Why the version was rejected.
+        source: crate::version::VersionError,
+    },
+    /// Versioned and unversioned registrations of one name on one server (H03).
+    #[error(
+        "cannot mix versioned and unversioned registrations of tool '{name}' on server '{server}'"
+    )]
+    MixedVersioning {
+        /// The tool name.
+        name: String,
+        /// The server's name.
+        server: String,
+    },
+    /// The same name and version registered twice on one server.
+    #[error("tool '{name}'{} is already registered on server '{server}'", version.as_deref().map(|v| format!(" version {v}")).unwrap_or_default())]
+    DuplicateTool {
+        /// The tool name.
+        name: String,
+        /// The version, if any.
+        version: Option<String>,
+        /// The server's name.
+        server: String,
+    },
+    /// A tool's input schema does not describe a JSON object.
+    #[error("the input schema of tool '{name}' must have \"type\": \"object\" at its root")]
+    InputSchemaNotObject {
+        /// The tool name.
+        name: String,
+    },
+    /// A tool name that clients cannot call.
+    #[error("invalid tool name {name:?}: {reason}")]
+    InvalidName {
+        /// The rejected name.
+        name: String,
+        /// Why.
+        reason: &'static str,
+    },
+    /// `server.mount(&server, ..)`.
+    #[error("cannot mount a server onto itself")]
+    MountSelf,
+    /// Mounting `child` would make the tree cyclic.
+    #[error("mounting '{child}' under '{parent}' would create a cycle")]
+    MountCycle {
+        /// The parent's name.
+        parent: String,
+        /// The child's name.
+        child: String,
+    },
+    /// Two `tool_names` renames target the same name (A24).
+    #[error("duplicate target name '{0}' in tool_names")]
+    DuplicateRename(String),
+    /// An extension with this identifier is already registered (C46).
+    #[error("an extension with identifier '{0}' is already registered")]
+    DuplicateExtension(String),
+    /// An extension method reuses a method of the MCP specification (C46).
+    #[error("extension '{extension}' cannot take over the specification method '{method}'")]
+    ReservedMethod {
+        /// The extension's identifier.
+        extension: String,
+        /// The method name.
+        method: String,
+    },
+    /// Extensions and mounts cannot change while the server runs (C46).
+    #[error("server '{0}' is running; register extensions before it starts")]
+    AlreadyStarted(String),
+    /// Task tools need an extension that runs tasks (C40).
+    #[error(
+        "Task-enabled tools ({tools}) require the tasks extension, but no extension with identifier '{id}' is registered. Add it at the root server: `server.add_extension(mcp_tasks::TasksExtension::new())` (crate `mcp-tasks`, or the `tasks` feature of `mcpkit`)."
+    )]
+    TasksExtensionMissing {
+        /// The task tools, comma-separated.
+        tools: String,
+        /// The tasks extension identifier.
+        id: &'static str,
+    },
+    /// An extension or a start hook failed.
+    #[error("start-up failed in {what}: {source}")]
+    Startup {
+        /// Which extension or hook.
+        what: String,
+        /// The failure.
+        source: Box<dyn StdError + Send + Sync>,
+    },
+    /// The transport failed.
+    #[error("transport error: {0}")]
+    Transport(#[source] Box<dyn StdError + Send + Sync>),
+    /// Binding or serving a socket failed.
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+}

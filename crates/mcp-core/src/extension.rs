@@ -1,0 +1,124 @@
+//! Extensions: protocol features that plug into a server (the tasks extension is one).
+//!
+//! An [`Extension`] registered with [`Server::add_extension`] can
+//!
+//! * advertise settings under `capabilities.extensions[id]` ([`Extension::settings`]);
+//! * add request methods ([`Extension::methods`], [`Extension::handle_request`]);
+//! * intercept `tools/call` at the server that registered it, after that server's middleware
+//!   and before the tool, and short-circuit ([`Extension::intercept_call_tool`], B10);
+//! * run code when the server starts and stops ([`Extension::on_start`],
+//!   [`Extension::on_stop`]).
+//!
+//! Extensions belong to the server they are registered on: a child's extensions are not
+//! advertised or served by its parent, and only the root's start and stop hooks run (C47).
+//!
+//! ```
+//! use mcp_core::{CallTool, Extension, Server, ToolCallNext, types::{CallToolResponse, ErrorData}};
+//!
+//! /// Refuses every tool whose name starts with `admin_`.
+//! struct Guard;
+//!
+//! #[async_trait::async_trait]
+//! impl Extension for Guard {
+//!     fn id(&self) -> &str { "com.example/guard" }
+//!
+//!     async fn intercept_call_tool(
+//!         &self,
+//!         call: CallTool,
+//!         next: ToolCallNext<'_>,
+//!     ) -> Result<CallToolResponse, ErrorData> {
+//!         if call.name.starts_with("admin_") {
+//!             return Err(ErrorData::invalid_request("admin tools are disabled", None));
+//!         }
+//!         next.run(call).await
+//!     }
+//! }
+//!
+//! Server::new("s").add_extension(Guard).unwrap();
+//! ```
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use mcp_types::{CallToolResponse, ErrorCode, ErrorData, JsonObject};
+use serde_json::Value;
+
+use crate::{BoxFuture, CallTool, Context, Server};
+
+/// A protocol extension. See the [module docs](self).
+#[async_trait]
+pub trait Extension: Send + Sync + 'static {
+    /// The identifier, e.g. `io.modelcontextprotocol/tasks`.
+    fn id(&self) -> &str;
+
+    /// The settings advertised under `capabilities.extensions[id]` (default `{}`).
+    fn settings(&self) -> JsonObject {
+        JsonObject::new()
+    }
+
+    /// The request methods this extension answers, e.g. `["tasks/get"]`.
+    fn methods(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Answers one of [`methods`](Self::methods). `cx` is bound to the registering server.
+    async fn handle_request(
+        &self,
+        cx: Context,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<Value, ErrorData> {
+        let _ = (cx, params);
+        Err(ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            method.to_owned(),
+            None,
+        ))
+    }
+
+    /// Wraps `tools/call` at the registering server; call `next` to continue, or return
+    /// without calling it to short-circuit.
+    async fn intercept_call_tool(
+        &self,
+        call: CallTool,
+        next: ToolCallNext<'_>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        next.run(call).await
+    }
+
+    /// Called once when the (root) server starts, before it serves anything.
+    async fn on_start(&self, server: &Server) -> Result<(), BoxError> {
+        let _ = server;
+        Ok(())
+    }
+
+    /// Called once when the (root) server stops.
+    async fn on_stop(&self, server: &Server) {
+        let _ = server;
+    }
+}
+
+/// A boxed error, as start hooks return.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The rest of the `tools/call` interceptors, then the tool.
+pub struct ToolCallNext<'a> {
+    pub(crate) server: &'a Server,
+    pub(crate) extensions: &'a [Arc<dyn Extension>],
+}
+
+impl<'a> ToolCallNext<'a> {
+    /// Continues with `call`.
+    pub fn run(self, call: CallTool) -> BoxFuture<'a, Result<CallToolResponse, ErrorData>> {
+        match self.extensions.split_first() {
+            Some((first, rest)) => first.intercept_call_tool(
+                call,
+                ToolCallNext {
+                    server: self.server,
+                    extensions: rest,
+                },
+            ),
+            None => Box::pin(self.server.call_resolved(call)),
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! Extractors: the parameters a tool function can take, like axum's.
+//!
+//! Every parameter but the last implements [`FromContext`]: [`Context`], [`CurrentServer`],
+//! [`State`], [`RequestScope`](crate::RequestScope) values and the cancellation token. The last
+//! parameter may also be [`Args<T>`], which takes the call's arguments: `T`'s
+//! `Deserialize` reads them and its `JsonSchema` is the tool's input schema.
+//!
+//! ```
+//! use mcp_core::{Args, Context, CurrentServer, Server, ToolDef};
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Multiply { a: i64, b: i64 }
+//!
+//! async fn multiply(CurrentServer(server): CurrentServer, Args(m): Args<Multiply>) -> i64 {
+//!     let _ = server.name();
+//!     m.a * m.b
+//! }
+//! Server::new("math").add_tool(ToolDef::new("multiply", multiply)).unwrap();
+//! ```
+
+use std::sync::Arc;
+
+use mcp_types::JsonObject;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
+
+use crate::{Context, Server, ToolError, coerce, schema};
+
+/// A value taken from the call's [`Context`] (never from its arguments).
+///
+/// ```
+/// use mcp_core::{Context, FromContext, ToolError};
+///
+/// /// The name of the server running the tool.
+/// struct ServerName(String);
+/// impl FromContext for ServerName {
+///     fn from_context(cx: &Context) -> Result<Self, ToolError> {
+///         Ok(ServerName(cx.server().name().to_owned()))
+///     }
+/// }
+/// ```
+pub trait FromContext: Sized + Send + 'static {
+    /// Extracts the value, or fails the call.
+    fn from_context(cx: &Context) -> Result<Self, ToolError>;
+}
+
+impl FromContext for Context {
+    fn from_context(cx: &Context) -> Result<Self, ToolError> {
+        Ok(cx.clone())
+    }
+}
+
+impl FromContext for CancellationToken {
+    fn from_context(cx: &Context) -> Result<Self, ToolError> {
+        Ok(cx.cancellation().clone())
+    }
+}
+
+/// The server whose call is running: for a mounted tool, the child that owns it, never the
+/// root (E02, E23). It is the same server instance, not a copy.
+///
+/// ```
+/// use mcp_core::CurrentServer;
+/// async fn name(CurrentServer(server): CurrentServer) -> String {
+///     format!("server name: {}", server.name())
+/// }
+/// ```
+#[derive(Clone, Debug)]
+pub struct CurrentServer(pub Server);
+
+impl FromContext for CurrentServer {
+    fn from_context(cx: &Context) -> Result<Self, ToolError> {
+        Ok(CurrentServer(cx.server().clone()))
+    }
+}
+
+/// Typed state of the server running the tool (set with [`Server::insert_state`]); for a
+/// mounted tool, the child's state, not the parent's (A31).
+///
+/// ```
+/// use mcp_core::{Server, State, ToolDef};
+/// #[derive(Clone)] struct Db(&'static str);
+/// async fn which(State(db): State<Db>) -> String { db.0.to_owned() }
+/// let server = Server::new("s");
+/// server.insert_state(Db("primary"));
+/// server.add_tool(ToolDef::new("which", which)).unwrap();
+/// ```
+#[derive(Clone, Debug)]
+pub struct State<T>(pub T);
+
+impl<T: Clone + Send + Sync + 'static> FromContext for State<T> {
+    fn from_context(cx: &Context) -> Result<Self, ToolError> {
+        cx.server().state::<T>().map(State).ok_or_else(|| {
+            ToolError::internal(format!(
+                "server '{}' has no state of type {}",
+                cx.server().name(),
+                std::any::type_name::<T>()
+            ))
+        })
+    }
+}
+
+/// The raw pieces of one call that the last extractor may consume.
+#[doc(hidden)]
+pub struct CallParts {
+    pub(crate) tool: Arc<str>,
+    pub(crate) arguments: JsonObject,
+    pub(crate) input_schema: Arc<JsonObject>,
+    pub(crate) strict: bool,
+}
+
+/// What the last parameter of a tool function may be: a [`FromContext`] value, or a consumer
+/// of the call's arguments such as [`Args`]. `M` only disambiguates the two kinds.
+pub trait FromCall<M>: Sized + Send + 'static {
+    /// Extracts the value; may take the arguments out of `parts`.
+    #[doc(hidden)]
+    fn from_call(cx: &Context, parts: &mut CallParts) -> Result<Self, ToolError>;
+
+    /// The tool's input schema, if this extractor defines one.
+    #[doc(hidden)]
+    fn input_schema() -> Option<JsonObject> {
+        None
+    }
+}
+
+#[doc(hidden)]
+pub enum ViaContext {}
+#[doc(hidden)]
+pub enum ViaArguments {}
+
+impl<T: FromContext> FromCall<ViaContext> for T {
+    fn from_call(cx: &Context, _parts: &mut CallParts) -> Result<Self, ToolError> {
+        T::from_context(cx)
+    }
+}
+
+/// The call's arguments, deserialized into `T`. `T`'s JSON schema is the tool's input schema.
+///
+/// Unless the server is strict ([`Server::strict_input_validation`]), arguments are first
+/// coerced leniently toward the schema (`"1"` becomes `1` for an integer, I13). Arguments
+/// that still do not fit fail the call with `-32602`, naming the offending field.
+///
+/// ```
+/// use mcp_core::Args;
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Echo { message: String }
+/// async fn echo(Args(Echo { message }): Args<Echo>) -> String { message }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Args<T>(pub T);
+
+impl<T: DeserializeOwned + JsonSchema + Send + 'static> FromCall<ViaArguments> for Args<T> {
+    fn from_call(_cx: &Context, parts: &mut CallParts) -> Result<Self, ToolError> {
+        let mut arguments = std::mem::take(&mut parts.arguments);
+        if !parts.strict {
+            coerce::coerce_arguments(&parts.input_schema, &mut arguments);
+        }
+        let value = serde_json::Value::Object(arguments);
+        serde_path_to_error::deserialize(value)
+            .map(Args)
+            .map_err(|error| {
+                let path = error.path().to_string();
+                let inner = error.into_inner();
+                let message = if path == "." {
+                    format!("Invalid arguments for tool '{}': {inner}", parts.tool)
+                } else {
+                    format!(
+                        "Invalid arguments for tool '{}': {path}: {inner}",
+                        parts.tool
+                    )
+                };
+                ToolError::invalid_arguments(message)
+            })
+    }
+
+    fn input_schema() -> Option<JsonObject> {
+        Some(schema::schema_of::<T>())
+    }
+}

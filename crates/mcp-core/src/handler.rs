@@ -1,0 +1,187 @@
+//! Tool handlers: plain `async fn`s and closures whose parameters are extractors.
+//!
+//! A function is a [`Handler`] when every parameter but the last is a
+//! [`FromContext`](crate::FromContext) extractor, the last is any
+//! [`FromCall`](crate::FromCall) (an extractor or [`Args<T>`](crate::Args)), and its future
+//! resolves to an [`IntoToolResult`](crate::IntoToolResult). Up to 12 parameters are supported.
+//! For tools whose schema is only known at run time (proxies), implement [`ToolHandler`].
+
+use std::{future::Future, marker::PhantomData, pin::Pin, sync::Arc};
+
+use mcp_types::{CallToolResult, JsonObject};
+
+use crate::{
+    Context, FromCall, FromContext, IntoToolOutput, IntoToolResult, OutputSchema, ToolError,
+    extract::CallParts, schema,
+};
+
+/// A boxed, sendable future, as tools and middleware return.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A typed tool function. Implemented for `async fn`s and closures; see the
+/// [module docs](self). `M` is a marker that only tells the implementations apart.
+///
+/// ```
+/// use mcp_core::{Args, Context, ToolDef};
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Add { a: i64, b: i64 }
+///
+/// async fn add(Args(Add { a, b }): Args<Add>) -> i64 { a + b }
+/// async fn ping() -> &'static str { "pong" }
+/// async fn who(cx: Context) -> String { cx.server().name().to_owned() }
+///
+/// let _ = (ToolDef::new("add", add), ToolDef::new("ping", ping), ToolDef::new("who", who));
+/// ```
+pub trait Handler<M>: Clone + Send + Sync + 'static {
+    /// The input schema: that of the [`Args`](crate::Args) parameter, or an empty object.
+    fn input_schema() -> JsonObject;
+    /// The output schema of the return type.
+    fn output_schema() -> Option<OutputSchema>;
+    /// Runs the function.
+    #[doc(hidden)]
+    fn call(
+        self,
+        cx: Context,
+        parts: CallParts,
+        wrapped: bool,
+    ) -> BoxFuture<'static, Result<CallToolResult, ToolError>>;
+}
+
+impl<F, Fut, R> Handler<((),)> for F
+where
+    F: Fn() -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    R: IntoToolResult,
+{
+    fn input_schema() -> JsonObject {
+        schema::empty_object()
+    }
+    fn output_schema() -> Option<OutputSchema> {
+        <R::Output as IntoToolOutput>::output_schema()
+    }
+    fn call(
+        self,
+        _cx: Context,
+        _parts: CallParts,
+        wrapped: bool,
+    ) -> BoxFuture<'static, Result<CallToolResult, ToolError>> {
+        Box::pin(async move { self().await.into_tool_result()?.into_output(wrapped) })
+    }
+}
+
+macro_rules! impl_handler {
+    ([$($ty:ident),*], $last:ident) => {
+        #[allow(non_snake_case, unused_mut)]
+        impl<F, Fut, R, M, $($ty,)* $last> Handler<(M, $($ty,)* $last,)> for F
+        where
+            F: Fn($($ty,)* $last) -> Fut + Clone + Send + Sync + 'static,
+            Fut: Future<Output = R> + Send + 'static,
+            R: IntoToolResult,
+            M: 'static,
+            $($ty: FromContext,)*
+            $last: FromCall<M>,
+        {
+            fn input_schema() -> JsonObject {
+                $last::input_schema().unwrap_or_else(schema::empty_object)
+            }
+            fn output_schema() -> Option<OutputSchema> {
+                <R::Output as IntoToolOutput>::output_schema()
+            }
+            fn call(
+                self,
+                cx: Context,
+                mut parts: CallParts,
+                wrapped: bool,
+            ) -> BoxFuture<'static, Result<CallToolResult, ToolError>> {
+                let extracted = (|| -> Result<_, ToolError> {
+                    $(let $ty = $ty::from_context(&cx)?;)*
+                    let $last = $last::from_call(&cx, &mut parts)?;
+                    Ok(($($ty,)* $last,))
+                })();
+                Box::pin(async move {
+                    let ($($ty,)* $last,) = extracted?;
+                    self($($ty,)* $last).await.into_tool_result()?.into_output(wrapped)
+                })
+            }
+        }
+    };
+}
+
+impl_handler!([], T1);
+impl_handler!([T1], T2);
+impl_handler!([T1, T2], T3);
+impl_handler!([T1, T2, T3], T4);
+impl_handler!([T1, T2, T3, T4], T5);
+impl_handler!([T1, T2, T3, T4, T5], T6);
+impl_handler!([T1, T2, T3, T4, T5, T6], T7);
+impl_handler!([T1, T2, T3, T4, T5, T6, T7], T8);
+impl_handler!([T1, T2, T3, T4, T5, T6, T7, T8], T9);
+impl_handler!([T1, T2, T3, T4, T5, T6, T7, T8, T9], T10);
+impl_handler!([T1, T2, T3, T4, T5, T6, T7, T8, T9, T10], T11);
+impl_handler!([T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11], T12);
+
+/// A tool whose input schema is only known at run time, such as a proxied remote tool.
+/// Register it with [`ToolDef::dynamic`](crate::ToolDef::dynamic).
+///
+/// ```
+/// use mcp_core::{BoxFuture, Context, ToolDef, ToolError, ToolHandler};
+/// use mcp_core::types::{CallToolResult, ContentBlock, JsonObject};
+///
+/// struct Echo;
+/// impl ToolHandler for Echo {
+///     fn call(&self, _cx: Context, arguments: JsonObject)
+///         -> BoxFuture<'static, Result<CallToolResult, ToolError>> {
+///         let text = serde_json::Value::Object(arguments).to_string();
+///         Box::pin(async move { Ok(CallToolResult::success(vec![ContentBlock::text(text)])) })
+///     }
+/// }
+/// let schema = serde_json::json!({"type": "object"}).as_object().unwrap().clone();
+/// let _ = ToolDef::dynamic("echo", schema, Echo);
+/// ```
+pub trait ToolHandler: Send + Sync + 'static {
+    /// Runs the tool with the call's arguments.
+    fn call(
+        &self,
+        cx: Context,
+        arguments: JsonObject,
+    ) -> BoxFuture<'static, Result<CallToolResult, ToolError>>;
+}
+
+/// The type-erased form every registered tool is stored as.
+pub(crate) trait Invoke: Send + Sync + 'static {
+    fn invoke(
+        &self,
+        cx: Context,
+        parts: CallParts,
+        wrapped: bool,
+    ) -> BoxFuture<'static, Result<CallToolResult, ToolError>>;
+}
+
+pub(crate) struct TypedInvoke<H, M> {
+    pub(crate) handler: H,
+    pub(crate) _marker: PhantomData<fn() -> M>,
+}
+
+impl<H: Handler<M>, M: 'static> Invoke for TypedInvoke<H, M> {
+    fn invoke(
+        &self,
+        cx: Context,
+        parts: CallParts,
+        wrapped: bool,
+    ) -> BoxFuture<'static, Result<CallToolResult, ToolError>> {
+        self.handler.clone().call(cx, parts, wrapped)
+    }
+}
+
+pub(crate) struct DynInvoke(pub(crate) Arc<dyn ToolHandler>);
+
+impl Invoke for DynInvoke {
+    fn invoke(
+        &self,
+        cx: Context,
+        parts: CallParts,
+        _wrapped: bool,
+    ) -> BoxFuture<'static, Result<CallToolResult, ToolError>> {
+        self.0.call(cx, parts.arguments)
+    }
+}

@@ -1,0 +1,72 @@
+//! Mountable MCP servers: typed tools, namespaced mounts, middleware, extensions.
+//!
+//! A [`Server`] holds tools written as plain `async fn`s whose parameters are extractors, as
+//! in axum: [`Args<T>`] for the arguments (its `JsonSchema` is the input schema),
+//! [`Context`] and [`CurrentServer`] for the request. Servers [`mount`](Server::mount) into
+//! servers under a namespace (`child` + `multiply` = `child_multiply`), [`Middleware`] wraps
+//! any level, and an [`Extension`] (such as `mcp-tasks`) adds protocol features. The same
+//! server serves stdio ([`Server::serve_stdio`]) and Streamable HTTP
+//! ([`Server::serve_http`]), on both protocol eras (2026-07-28 and 2025-11-25), and can be
+//! called in process ([`Server::call_tool`]).
+//!
+//! ```
+//! use mcp_core::{Args, Server, ToolDef};
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Pair { a: i64, b: i64 }
+//!
+//! async fn multiply(Args(Pair { a, b }): Args<Pair>) -> i64 { a * b }
+//!
+//! let child = Server::new("child");
+//! child.add_tool(ToolDef::new("multiply", multiply).description("a × b")).unwrap();
+//!
+//! let parent = Server::new("parent");
+//! parent.mount(&child, "child").unwrap();
+//! assert!(parent.get_tool("child_multiply", None).is_some());
+//! // parent.serve_stdio().await  or  parent.serve_http("127.0.0.1:8000").await
+//! ```
+//!
+//! The walk of a `tools/call`: rmcp's dispatcher → [`McpService`] builds a [`RequestScope`]
+//! → the root's middleware (`on_message` → `on_request` → `on_call_tool`) → the root's
+//! extension interceptors → name resolution (a local tool, or a mounted child, whose own
+//! chain then runs) → the tool with its extractors → its return value becomes a
+//! `CallToolResult` ([`output`]).
+
+#![warn(missing_docs)]
+
+pub mod coerce;
+mod context;
+mod error;
+pub mod extension;
+mod extract;
+mod handler;
+pub mod middleware;
+pub mod mount;
+pub mod output;
+mod schema;
+mod server;
+mod service;
+mod tool;
+pub mod transport;
+pub mod version;
+
+pub use mcp_types as types;
+
+pub use context::{Context, Era, RequestScope};
+pub use error::{ServerError, ToolError};
+pub use extension::{BoxError, Extension, ToolCallNext};
+pub use extract::{Args, CurrentServer, FromCall, FromContext, State, ViaArguments, ViaContext};
+pub use handler::{BoxFuture, Handler, ToolHandler};
+pub use middleware::{
+    CallTool, CustomRequest, Discover, Initialize, ListTools, Message, Middleware, Next,
+    Notification, Reply,
+};
+pub use mount::MountOptions;
+pub use output::{
+    Audio, Bytes, Contents, Image, IntoToolOutput, IntoToolResult, Json, OutputSchema,
+};
+pub use server::{RunningServer, Server, ToolCall};
+pub use service::McpService;
+pub use tool::{TaskConfig, ToolDef, ToolInfo};
+pub use transport::http::{HttpConfig, HttpServer};
+pub use tokio_util::sync::CancellationToken;

@@ -1,0 +1,415 @@
+//! Middleware: typed hooks around every request a server handles.
+//!
+//! A [`Middleware`] overrides the hooks it cares about; each hook receives the message and a
+//! [`Next`] to continue with, like axum's `from_fn` + `Next`. The defaults pass through.
+//!
+//! ## Order
+//!
+//! For one server with middlewares `[m1, m2]` (in the order added) and a `tools/call`:
+//!
+//! ```text
+//! m1.on_message → m1.on_request → m1.on_call_tool
+//!   → m2.on_message → m2.on_request → m2.on_call_tool
+//!     → extension interceptors (first registered outermost) → the tool
+//! ```
+//!
+//! Inside one middleware `on_message` is outermost (B02); across middlewares the first added
+//! is outermost (B03). Notifications take `on_notification` instead of `on_request`.
+//!
+//! A call into a mounted child runs the parent's whole chain, then the child's whole chain
+//! (B12); each sees names in its own namespace (B16). A call to the parent's own tool never
+//! reaches the child's middleware (B13). A list on the parent calls the child's list through
+//! the child's middleware (B15).
+//!
+//! ```
+//! use mcp_core::{CallTool, Middleware, Next, Server, types::{CallToolResponse, ErrorData}};
+//!
+//! struct Log;
+//!
+//! #[async_trait::async_trait]
+//! impl Middleware for Log {
+//!     async fn on_call_tool(
+//!         &self,
+//!         call: CallTool,
+//!         next: Next<'_, CallTool>,
+//!     ) -> Result<CallToolResponse, ErrorData> {
+//!         tracing::info!(tool = %call.name, "calling");
+//!         next.run(call).await
+//!     }
+//! }
+//!
+//! Server::new("s").add_middleware(Log);
+//! ```
+
+use std::{marker::PhantomData, sync::Arc};
+
+use async_trait::async_trait;
+use mcp_types::{
+    CallToolResponse, DiscoverResult, ErrorData, InitializeRequestParams, InitializeResult,
+    JsonObject,
+};
+use serde_json::Value;
+
+use crate::{BoxFuture, Context, Server, ToolInfo, version::VersionSpec};
+
+/// A `tools/call` as one server sees it. Middleware may change `name`, `arguments` and
+/// `version` before calling `next` (B07).
+#[derive(Debug, Clone)]
+pub struct CallTool {
+    /// The tool name, in this server's namespace.
+    pub name: String,
+    /// The arguments object.
+    pub arguments: JsonObject,
+    /// The requested version (from `_meta.fastmcp.version` on the wire, H08).
+    pub version: Option<VersionSpec>,
+    pub(crate) cx: Context,
+    pub(crate) run_middleware: bool,
+}
+
+impl CallTool {
+    /// The request as seen from this server.
+    ///
+    /// ```
+    /// # use mcp_core::CallTool;
+    /// fn server_name(call: &CallTool) -> &str { call.context().server().name() }
+    /// ```
+    pub fn context(&self) -> &Context {
+        &self.cx
+    }
+}
+
+/// A `tools/list` as one server sees it.
+#[derive(Debug, Clone)]
+pub struct ListTools {
+    pub(crate) cx: Context,
+    pub(crate) run_middleware: bool,
+}
+
+impl ListTools {
+    /// The request as seen from this server.
+    ///
+    /// ```
+    /// # use mcp_core::ListTools;
+    /// fn server_name(list: &ListTools) -> &str { list.context().server().name() }
+    /// ```
+    pub fn context(&self) -> &Context {
+        &self.cx
+    }
+}
+
+/// Any other request: an extension method (e.g. `tasks/get`) or an unknown method.
+#[derive(Debug, Clone)]
+pub struct CustomRequest {
+    /// The JSON-RPC method.
+    pub method: String,
+    /// The raw params.
+    pub params: Option<Value>,
+    pub(crate) cx: Context,
+}
+
+impl CustomRequest {
+    /// The request as seen from this server.
+    ///
+    /// ```
+    /// # use mcp_core::CustomRequest;
+    /// fn server_name(r: &CustomRequest) -> &str { r.context().server().name() }
+    /// ```
+    pub fn context(&self) -> &Context {
+        &self.cx
+    }
+}
+
+/// A notification from the client.
+#[derive(Debug, Clone)]
+pub struct Notification {
+    /// The JSON-RPC method, e.g. `notifications/cancelled`.
+    pub method: String,
+    /// The raw params.
+    pub params: Option<Value>,
+    pub(crate) cx: Context,
+}
+
+impl Notification {
+    /// The notification as seen from this server.
+    ///
+    /// ```
+    /// # use mcp_core::Notification;
+    /// fn server_name(n: &Notification) -> &str { n.context().server().name() }
+    /// ```
+    pub fn context(&self) -> &Context {
+        &self.cx
+    }
+}
+
+/// A legacy `initialize` handshake; `result` is what the server answers unless middleware
+/// changes it.
+#[derive(Debug, Clone)]
+pub struct Initialize {
+    /// The client's parameters.
+    pub params: InitializeRequestParams,
+    /// The negotiated answer.
+    pub result: InitializeResult,
+    pub(crate) cx: Context,
+}
+
+/// A 2026-07-28 `server/discover`; `result` is what the server answers unless middleware
+/// changes it.
+#[derive(Debug, Clone)]
+pub struct Discover {
+    /// The answer.
+    pub result: DiscoverResult,
+    pub(crate) cx: Context,
+}
+
+/// Every message a server handles, as [`Middleware::on_message`] sees it.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Message {
+    /// `tools/call`.
+    CallTool(CallTool),
+    /// `tools/list`.
+    ListTools(ListTools),
+    /// `initialize` (legacy era).
+    Initialize(Initialize),
+    /// `server/discover` (2026-07-28).
+    Discover(Discover),
+    /// Any other request, e.g. an extension's method.
+    Custom(CustomRequest),
+    /// A notification.
+    Notification(Notification),
+}
+
+impl Message {
+    /// The JSON-RPC method name (B04).
+    ///
+    /// ```
+    /// # use mcp_core::Message;
+    /// fn is_call(m: &Message) -> bool { m.method() == "tools/call" }
+    /// ```
+    pub fn method(&self) -> &str {
+        match self {
+            Message::CallTool(_) => "tools/call",
+            Message::ListTools(_) => "tools/list",
+            Message::Initialize(_) => "initialize",
+            Message::Discover(_) => "server/discover",
+            Message::Custom(c) => &c.method,
+            Message::Notification(n) => &n.method,
+        }
+    }
+
+    /// The message as seen from the server handling it.
+    ///
+    /// ```
+    /// # use mcp_core::Message;
+    /// fn server_name(m: &Message) -> &str { m.context().server().name() }
+    /// ```
+    pub fn context(&self) -> &Context {
+        match self {
+            Message::CallTool(m) => &m.cx,
+            Message::ListTools(m) => &m.cx,
+            Message::Initialize(m) => &m.cx,
+            Message::Discover(m) => &m.cx,
+            Message::Custom(m) => &m.cx,
+            Message::Notification(m) => &m.cx,
+        }
+    }
+
+    /// Whether this is a notification (no reply is sent to the client).
+    ///
+    /// ```
+    /// # use mcp_core::Message;
+    /// fn needs_reply(m: &Message) -> bool { !m.is_notification() }
+    /// ```
+    pub fn is_notification(&self) -> bool {
+        matches!(self, Message::Notification(_))
+    }
+}
+
+/// The answer to a [`Message`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Reply {
+    /// To `tools/call`: a result, an input request or a task.
+    CallTool(CallToolResponse),
+    /// To `tools/list`: every visible tool, all versions.
+    ListTools(Vec<ToolInfo>),
+    /// To `initialize`.
+    Initialize(InitializeResult),
+    /// To `server/discover`.
+    Discover(DiscoverResult),
+    /// To a custom request.
+    Custom(Value),
+    /// A notification was handled.
+    Notified,
+}
+
+/// Hooks around the requests one server handles. Every hook defaults to passing through.
+/// See the [module docs](self) for the order.
+#[async_trait]
+pub trait Middleware: Send + Sync + 'static {
+    /// Every message, outermost hook.
+    async fn on_message(&self, message: Message, next: Next<'_>) -> Result<Reply, ErrorData> {
+        next.run(message).await
+    }
+
+    /// Every request, inside [`on_message`](Self::on_message).
+    async fn on_request(&self, message: Message, next: Next<'_>) -> Result<Reply, ErrorData> {
+        next.run(message).await
+    }
+
+    /// Every notification, inside [`on_message`](Self::on_message).
+    async fn on_notification(
+        &self,
+        message: Message,
+        next: Next<'_>,
+    ) -> Result<Reply, ErrorData> {
+        next.run(message).await
+    }
+
+    /// `tools/call`. A task submission returns `CallToolResponse::Task` from `next` (B10);
+    /// pass it through.
+    async fn on_call_tool(
+        &self,
+        call: CallTool,
+        next: Next<'_, CallTool>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        next.run(call).await
+    }
+
+    /// `tools/list`: may filter or change the tools `next` returns (B06).
+    async fn on_list_tools(
+        &self,
+        list: ListTools,
+        next: Next<'_, ListTools>,
+    ) -> Result<Vec<ToolInfo>, ErrorData> {
+        next.run(list).await
+    }
+
+    /// `initialize` (legacy era, B05).
+    async fn on_initialize(
+        &self,
+        init: Initialize,
+        next: Next<'_, Initialize>,
+    ) -> Result<InitializeResult, ErrorData> {
+        next.run(init).await
+    }
+
+    /// `server/discover` (2026-07-28, B05).
+    async fn on_discover(
+        &self,
+        discover: Discover,
+        next: Next<'_, Discover>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        next.run(discover).await
+    }
+}
+
+/// Which hook of the first middleware in the chain runs next.
+#[derive(Debug, Clone, Copy)]
+enum Stage {
+    Message,
+    Request,
+    Typed,
+    Done,
+}
+
+/// The rest of the chain: the next hook, then the next middleware, then the server itself.
+/// `T` is the message type the hook handles; [`Next::run`] continues with it.
+pub struct Next<'a, T = Message> {
+    server: &'a Server,
+    chain: &'a [Arc<dyn Middleware>],
+    stage: Stage,
+    _message: PhantomData<fn(T)>,
+}
+
+impl<'a, T> Next<'a, T> {
+    fn new(server: &'a Server, chain: &'a [Arc<dyn Middleware>], stage: Stage) -> Self {
+        Self {
+            server,
+            chain,
+            stage,
+            _message: PhantomData,
+        }
+    }
+}
+
+impl<'a> Next<'a, Message> {
+    /// Continues with `message`.
+    pub fn run(self, message: Message) -> BoxFuture<'a, Result<Reply, ErrorData>> {
+        dispatch(self.server, self.chain, self.stage, message)
+    }
+}
+
+fn wrong_reply(expected: &str) -> ErrorData {
+    ErrorData::internal_error(
+        format!("a middleware answered a {expected} with a reply of another kind"),
+        None,
+    )
+}
+
+macro_rules! typed_next {
+    ($message:ident, $output:ty, $variant:ident, $what:literal) => {
+        impl<'a> Next<'a, $message> {
+            /// Continues with the message.
+            pub async fn run(self, message: $message) -> Result<$output, ErrorData> {
+                match dispatch(self.server, self.chain, self.stage, Message::$variant(message))
+                    .await?
+                {
+                    Reply::$variant(reply) => Ok(reply),
+                    _ => Err(wrong_reply($what)),
+                }
+            }
+        }
+    };
+}
+
+typed_next!(CallTool, CallToolResponse, CallTool, "tools/call");
+typed_next!(ListTools, Vec<ToolInfo>, ListTools, "tools/list");
+typed_next!(Initialize, InitializeResult, Initialize, "initialize");
+typed_next!(Discover, DiscoverResult, Discover, "server/discover");
+
+/// Runs `message` through `chain` from `stage`, then through the server's endpoint.
+fn dispatch<'a>(
+    server: &'a Server,
+    chain: &'a [Arc<dyn Middleware>],
+    stage: Stage,
+    message: Message,
+) -> BoxFuture<'a, Result<Reply, ErrorData>> {
+    let Some((first, rest)) = chain.split_first() else {
+        return server.endpoint(message);
+    };
+    match stage {
+        Stage::Message => first.on_message(message, Next::new(server, chain, Stage::Request)),
+        Stage::Request if message.is_notification() => {
+            first.on_notification(message, Next::new(server, chain, Stage::Typed))
+        }
+        Stage::Request => first.on_request(message, Next::new(server, chain, Stage::Typed)),
+        Stage::Typed => {
+            match message {
+                Message::CallTool(m) => {
+                    Box::pin(async move { first.on_call_tool(m, Next::new(server, chain, Stage::Done)).await.map(Reply::CallTool) })
+                }
+                Message::ListTools(m) => Box::pin(async move {
+                    first.on_list_tools(m, Next::new(server, chain, Stage::Done)).await.map(Reply::ListTools)
+                }),
+                Message::Initialize(m) => Box::pin(async move {
+                    first.on_initialize(m, Next::new(server, chain, Stage::Done)).await.map(Reply::Initialize)
+                }),
+                Message::Discover(m) => Box::pin(async move {
+                    first.on_discover(m, Next::new(server, chain, Stage::Done)).await.map(Reply::Discover)
+                }),
+                other => dispatch(server, chain, Stage::Done, other),
+            }
+        }
+        Stage::Done => dispatch(server, rest, Stage::Message, message),
+    }
+}
+
+/// Runs `message` through `server`'s whole chain (or straight to its endpoint).
+pub(crate) fn run_chain<'a>(
+    server: &'a Server,
+    chain: &'a [Arc<dyn Middleware>],
+    message: Message,
+) -> BoxFuture<'a, Result<Reply, ErrorData>> {
+    dispatch(server, chain, Stage::Message, message)
+}

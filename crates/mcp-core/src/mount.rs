@@ -1,0 +1,144 @@
+//! Mounting: a child server's components appear in its parent under a namespace.
+//!
+//! `parent.mount(&child, "ns")` exposes the child's tool `t` as `ns_t` (A01); with no
+//! namespace the names are unchanged (A02). The link is live: tools added to or removed from
+//! the child later show up in the parent (A20). Nested mounts stack prefixes, outermost first
+//! (`child_gc_deep_tool`, A11). A mount may rename tools before namespacing them (A23).
+//!
+//! When several providers answer one name, the highest version wins; on a tie the earliest
+//! registered provider wins, and the server's own tools come before every mount (A17, A18).
+
+use std::collections::HashMap;
+
+use crate::{Server, ServerError};
+
+/// How a child is mounted: its namespace and tool renames.
+///
+/// ```
+/// use mcp_core::{MountOptions, Server, ToolDef};
+/// let child = Server::new("child");
+/// child.add_tool(ToolDef::new("original_tool", || async { 1 })).unwrap();
+/// let parent = Server::new("parent");
+/// parent
+///     .mount(&child, MountOptions::new().namespace("prefix").rename_tool("original_tool", "custom_name"))
+///     .unwrap();
+/// assert!(parent.get_tool("prefix_custom_name", None).is_some());
+/// assert!(parent.get_tool("prefix_original_tool", None).is_none());
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct MountOptions {
+    namespace: Option<String>,
+    renames: Vec<(String, String)>,
+}
+
+impl MountOptions {
+    /// No namespace, no renames.
+    ///
+    /// ```
+    /// let _ = mcp_core::MountOptions::new();
+    /// ```
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The namespace: the child's `t` becomes `<namespace>_t`. An empty namespace is none.
+    ///
+    /// ```
+    /// let _ = mcp_core::MountOptions::new().namespace("child");
+    /// ```
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        let namespace = namespace.into();
+        self.namespace = (!namespace.is_empty()).then_some(namespace);
+        self
+    }
+
+    /// Exposes the child's tool `original` as `renamed` (then namespaced, A23).
+    ///
+    /// ```
+    /// let _ = mcp_core::MountOptions::new().rename_tool("a", "b");
+    /// ```
+    pub fn rename_tool(mut self, original: impl Into<String>, renamed: impl Into<String>) -> Self {
+        self.renames.push((original.into(), renamed.into()));
+        self
+    }
+}
+
+impl From<Option<&str>> for MountOptions {
+    fn from(namespace: Option<&str>) -> Self {
+        match namespace {
+            Some(ns) => MountOptions::new().namespace(ns),
+            None => MountOptions::new(),
+        }
+    }
+}
+
+impl From<&str> for MountOptions {
+    fn from(namespace: &str) -> Self {
+        MountOptions::new().namespace(namespace)
+    }
+}
+
+impl From<String> for MountOptions {
+    fn from(namespace: String) -> Self {
+        MountOptions::new().namespace(namespace)
+    }
+}
+
+/// One mounted child, as its parent keeps it.
+pub(crate) struct Mount {
+    pub(crate) child: Server,
+    /// `"<namespace>_"`, when namespaced.
+    prefix: Option<String>,
+    /// Child-level name → exposed name (before the prefix).
+    renames: HashMap<String, String>,
+    /// Exposed name (before the prefix) → child-level name.
+    reverse: HashMap<String, String>,
+}
+
+impl Mount {
+    pub(crate) fn new(child: Server, options: MountOptions) -> Result<Self, ServerError> {
+        let mut renames = HashMap::new();
+        let mut reverse = HashMap::new();
+        for (original, renamed) in options.renames {
+            if reverse.insert(renamed.clone(), original.clone()).is_some() {
+                return Err(ServerError::DuplicateRename(renamed));
+            }
+            renames.insert(original, renamed);
+        }
+        Ok(Self {
+            child,
+            prefix: options.namespace.map(|ns| format!("{ns}_")),
+            renames,
+            reverse,
+        })
+    }
+
+    /// The child-level name behind `name` at the parent, if this mount can answer it (A03).
+    pub(crate) fn child_name<'n>(&'n self, name: &'n str) -> Option<&'n str> {
+        let rest = match &self.prefix {
+            Some(prefix) => name.strip_prefix(prefix.as_str())?,
+            None => name,
+        };
+        if self.renames.is_empty() {
+            return Some(rest);
+        }
+        match self.reverse.get(rest) {
+            Some(original) => Some(original),
+            // A renamed tool is only reachable under its new name.
+            None if self.renames.contains_key(rest) => None,
+            None => Some(rest),
+        }
+    }
+
+    /// The name at the parent of the child's `child_name`.
+    pub(crate) fn exposed_name(&self, child_name: &str) -> String {
+        let base = self
+            .renames
+            .get(child_name)
+            .map_or(child_name, String::as_str);
+        match &self.prefix {
+            Some(prefix) => format!("{prefix}{base}"),
+            None => base.to_owned(),
+        }
+    }
+}

@@ -1,0 +1,398 @@
+//! Return values: how what a tool returns becomes a `CallToolResult` (I01-I10).
+//!
+//! | the tool returns | output schema | `structuredContent` | `content` |
+//! |---|---|---|---|
+//! | a scalar, `String`, `Vec<T>`, `Option<T>`, a set | `{"result": <schema>}`, marked `x-fastmcp-wrap-result` | `{"result": value}` | one text block: the string itself, or compact JSON; none for `null` or `[]` |
+//! | a map, [`JsonObject`] | the schema | the object | its compact JSON |
+//! | [`Json<T>`] | `T`'s schema, wrapped unless it is an object | as above | as above |
+//! | [`serde_json::Value`] | none | the value if it is an object | compact JSON text |
+//! | `()` | none | none | none (I04) |
+//! | [`Image`], [`Audio`], [`Bytes`] | none | none | an image, audio or text block (I07, I08) |
+//! | `CallToolResult` | none | as returned | as returned (I10) |
+//!
+//! A tool may also return `Result<T, E>` for any of these `T` and any `E: Into<ToolError>`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+
+use base64::Engine as _;
+use mcp_types::{CallToolResult, ContentBlock, JsonObject, meta};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::{ToolError, schema};
+
+/// A tool's output schema, and whether results are wrapped as `{"result": value}`.
+#[derive(Debug, Clone)]
+pub struct OutputSchema {
+    pub(crate) schema: JsonObject,
+    pub(crate) wrapped: bool,
+}
+
+impl OutputSchema {
+    /// The output schema of `T`: as is when it describes an object, wrapped otherwise.
+    ///
+    /// ```
+    /// let s = mcp_core::OutputSchema::of::<i64>();
+    /// assert!(s.is_wrapped());
+    /// ```
+    pub fn of<T: JsonSchema>() -> Self {
+        let inner = schema::schema_of::<T>();
+        if schema::is_object_schema(&inner) {
+            Self {
+                schema: inner,
+                wrapped: false,
+            }
+        } else {
+            Self {
+                schema: schema::wrap_output(inner),
+                wrapped: true,
+            }
+        }
+    }
+
+    /// Whether results are wrapped as `{"result": value}`.
+    ///
+    /// ```
+    /// assert!(!mcp_core::OutputSchema::of::<std::collections::HashMap<String, i64>>().is_wrapped());
+    /// ```
+    pub fn is_wrapped(&self) -> bool {
+        self.wrapped
+    }
+
+    /// The schema advertised as the tool's `outputSchema`.
+    ///
+    /// ```
+    /// let s = mcp_core::OutputSchema::of::<String>();
+    /// assert_eq!(s.schema()["type"], "object");
+    /// ```
+    pub fn schema(&self) -> &JsonObject {
+        &self.schema
+    }
+}
+
+/// A value a tool can return. See the [module docs](self) for what each type becomes.
+pub trait IntoToolOutput: Send + 'static {
+    /// The output schema, or `None` when the result has no structured content.
+    fn output_schema() -> Option<OutputSchema>;
+
+    /// Builds the result. `wrapped` is [`OutputSchema::is_wrapped`] of
+    /// [`output_schema`](Self::output_schema), computed once at registration.
+    fn into_output(self, wrapped: bool) -> Result<CallToolResult, ToolError>;
+}
+
+/// What a tool function's future resolves to: an [`IntoToolOutput`], or a `Result` of one.
+pub trait IntoToolResult: Send + 'static {
+    /// The successful output type.
+    type Output: IntoToolOutput;
+    /// Splits off the error.
+    fn into_tool_result(self) -> Result<Self::Output, ToolError>;
+}
+
+impl<T: IntoToolOutput> IntoToolResult for T {
+    type Output = T;
+    fn into_tool_result(self) -> Result<T, ToolError> {
+        Ok(self)
+    }
+}
+
+impl<T: IntoToolOutput, E: Into<ToolError> + Send + 'static> IntoToolResult for Result<T, E> {
+    type Output = T;
+    fn into_tool_result(self) -> Result<T, ToolError> {
+        self.map_err(Into::into)
+    }
+}
+
+fn to_value<T: Serialize>(value: &T) -> Result<Value, ToolError> {
+    serde_json::to_value(value)
+        .map_err(|e| ToolError::internal(format!("the tool's result is not serializable: {e}")))
+}
+
+fn compact_json(value: &Value) -> String {
+    // Serializing a `Value` cannot fail.
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+fn text_block(value: &Value) -> Vec<ContentBlock> {
+    match value {
+        Value::Null => Vec::new(),
+        Value::Array(items) if items.is_empty() => Vec::new(),
+        Value::String(text) => vec![ContentBlock::text(text.clone())],
+        other => vec![ContentBlock::text(compact_json(other))],
+    }
+}
+
+/// A result whose `structuredContent` is `{"result": value}` (I01, I02, I05).
+pub(crate) fn wrapped_result(value: Value) -> CallToolResult {
+    let mut result = CallToolResult::success(text_block(&value));
+    let mut structured = JsonObject::new();
+    structured.insert("result".into(), value);
+    result.structured_content = Some(Value::Object(structured));
+    let mut marker = JsonObject::new();
+    marker.insert(meta::WRAP_RESULT.into(), Value::Bool(true));
+    let mut result_meta = mcp_types::MetaObject::new();
+    result_meta.insert(meta::FASTMCP.into(), Value::Object(marker));
+    result.meta = Some(result_meta);
+    result
+}
+
+/// A result whose `structuredContent` is the object itself (I03).
+pub(crate) fn object_result(object: Value) -> CallToolResult {
+    let text = compact_json(&object);
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = Some(object);
+    result
+}
+
+fn structured(value: Value, wrapped: bool) -> CallToolResult {
+    if wrapped || !value.is_object() {
+        wrapped_result(value)
+    } else {
+        object_result(value)
+    }
+}
+
+macro_rules! wrapped_outputs {
+    ($($ty:ty),* $(,)?) => {$(
+        impl IntoToolOutput for $ty {
+            fn output_schema() -> Option<OutputSchema> {
+                Some(OutputSchema::of::<$ty>())
+            }
+            fn into_output(self, _wrapped: bool) -> Result<CallToolResult, ToolError> {
+                Ok(wrapped_result(to_value(&self)?))
+            }
+        }
+    )*};
+}
+
+wrapped_outputs!(
+    bool, char, i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize, f32, f64, String,
+    &'static str,
+);
+
+macro_rules! generic_outputs {
+    ($($ty:ident),* $(,)?) => {$(
+        impl<T: Serialize + JsonSchema + Send + 'static> IntoToolOutput for $ty<T> {
+            fn output_schema() -> Option<OutputSchema> {
+                Some(OutputSchema::of::<Self>())
+            }
+            fn into_output(self, wrapped: bool) -> Result<CallToolResult, ToolError> {
+                Ok(structured(to_value(&self)?, wrapped))
+            }
+        }
+    )*};
+}
+
+generic_outputs!(Vec, Option, VecDeque, BTreeSet);
+
+impl<T: Serialize + JsonSchema + Send + 'static, S: Send + 'static> IntoToolOutput
+    for HashSet<T, S>
+{
+    fn output_schema() -> Option<OutputSchema> {
+        Some(OutputSchema::of::<Vec<T>>())
+    }
+    fn into_output(self, _wrapped: bool) -> Result<CallToolResult, ToolError> {
+        let items = self
+            .iter()
+            .map(to_value)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(wrapped_result(Value::Array(items)))
+    }
+}
+
+impl<V: Serialize + JsonSchema + Send + 'static> IntoToolOutput for BTreeMap<String, V> {
+    fn output_schema() -> Option<OutputSchema> {
+        Some(OutputSchema::of::<Self>())
+    }
+    fn into_output(self, wrapped: bool) -> Result<CallToolResult, ToolError> {
+        Ok(structured(to_value(&self)?, wrapped))
+    }
+}
+
+impl<V: Serialize + JsonSchema + Send + 'static, S: Send + 'static> IntoToolOutput
+    for HashMap<String, V, S>
+{
+    fn output_schema() -> Option<OutputSchema> {
+        Some(OutputSchema::of::<BTreeMap<String, V>>())
+    }
+    fn into_output(self, _wrapped: bool) -> Result<CallToolResult, ToolError> {
+        let mut object = JsonObject::new();
+        for (key, value) in &self {
+            object.insert(key.clone(), to_value(value)?);
+        }
+        Ok(object_result(Value::Object(object)))
+    }
+}
+
+impl IntoToolOutput for JsonObject {
+    fn output_schema() -> Option<OutputSchema> {
+        let mut schema = JsonObject::new();
+        schema.insert("type".into(), Value::String("object".into()));
+        Some(OutputSchema {
+            schema,
+            wrapped: false,
+        })
+    }
+    fn into_output(self, _wrapped: bool) -> Result<CallToolResult, ToolError> {
+        Ok(object_result(Value::Object(self)))
+    }
+}
+
+/// Any serializable value with a schema, e.g. your own struct: structured output described by
+/// `T`'s JSON schema, wrapped as `{"result": value}` unless the schema is an object (I01, I03).
+///
+/// ```
+/// use mcp_core::Json;
+/// #[derive(serde::Serialize, schemars::JsonSchema)]
+/// struct Totals { count: u32, total: u32 }
+/// async fn totals() -> Json<Totals> { Json(Totals { count: 100, total: 500 }) }
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Json<T>(pub T);
+
+impl<T: Serialize + JsonSchema + Send + 'static> IntoToolOutput for Json<T> {
+    fn output_schema() -> Option<OutputSchema> {
+        Some(OutputSchema::of::<T>())
+    }
+    fn into_output(self, wrapped: bool) -> Result<CallToolResult, ToolError> {
+        Ok(structured(to_value(&self.0)?, wrapped))
+    }
+}
+
+/// No output schema: an object becomes `structuredContent`, anything else text only (I06).
+impl IntoToolOutput for Value {
+    fn output_schema() -> Option<OutputSchema> {
+        None
+    }
+    fn into_output(self, _wrapped: bool) -> Result<CallToolResult, ToolError> {
+        Ok(match self {
+            object @ Value::Object(_) => object_result(object),
+            other => CallToolResult::success(text_block(&other)),
+        })
+    }
+}
+
+/// Nothing: `{"content": [], "isError": false}` and no output schema (I04).
+impl IntoToolOutput for () {
+    fn output_schema() -> Option<OutputSchema> {
+        None
+    }
+    fn into_output(self, _wrapped: bool) -> Result<CallToolResult, ToolError> {
+        Ok(CallToolResult::success(Vec::new()))
+    }
+}
+
+/// Passed through exactly as returned (I10).
+impl IntoToolOutput for CallToolResult {
+    fn output_schema() -> Option<OutputSchema> {
+        None
+    }
+    fn into_output(self, _wrapped: bool) -> Result<CallToolResult, ToolError> {
+        Ok(self)
+    }
+}
+
+/// One content block, passed through as the only content (I09).
+impl IntoToolOutput for ContentBlock {
+    fn output_schema() -> Option<OutputSchema> {
+        None
+    }
+    fn into_output(self, _wrapped: bool) -> Result<CallToolResult, ToolError> {
+        Ok(CallToolResult::success(vec![self]))
+    }
+}
+
+/// Several content blocks, passed through as the content (I09).
+///
+/// ```
+/// use mcp_core::{Contents, types::ContentBlock};
+/// async fn two() -> Contents { Contents(vec![ContentBlock::text("a"), ContentBlock::text("b")]) }
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Contents(pub Vec<ContentBlock>);
+
+impl IntoToolOutput for Contents {
+    fn output_schema() -> Option<OutputSchema> {
+        None
+    }
+    fn into_output(self, _wrapped: bool) -> Result<CallToolResult, ToolError> {
+        Ok(CallToolResult::success(self.0))
+    }
+}
+
+/// Raw bytes: a UTF-8 text block, or base64 text when they are not UTF-8 (I07).
+///
+/// ```
+/// async fn raw() -> mcp_core::Bytes { mcp_core::Bytes(b"hello".to_vec()) }
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Bytes(pub Vec<u8>);
+
+impl IntoToolOutput for Bytes {
+    fn output_schema() -> Option<OutputSchema> {
+        None
+    }
+    fn into_output(self, _wrapped: bool) -> Result<CallToolResult, ToolError> {
+        let text = match String::from_utf8(self.0) {
+            Ok(text) => text,
+            Err(e) => base64::engine::general_purpose::STANDARD.encode(e.as_bytes()),
+        };
+        Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
+    }
+}
+
+/// An image: one image content block, base64-encoded (I08).
+///
+/// ```
+/// async fn pixel() -> mcp_core::Image {
+///     mcp_core::Image { data: vec![0x89, b'P', b'N', b'G'], mime_type: "image/png".into() }
+/// }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Image {
+    /// The raw image bytes.
+    pub data: Vec<u8>,
+    /// The MIME type, e.g. `image/png`.
+    pub mime_type: String,
+}
+
+impl IntoToolOutput for Image {
+    fn output_schema() -> Option<OutputSchema> {
+        None
+    }
+    fn into_output(self, _wrapped: bool) -> Result<CallToolResult, ToolError> {
+        let data = base64::engine::general_purpose::STANDARD.encode(&self.data);
+        Ok(CallToolResult::success(vec![ContentBlock::image(
+            data,
+            self.mime_type,
+        )]))
+    }
+}
+
+/// Audio: one audio content block, base64-encoded (I08).
+///
+/// ```
+/// async fn beep() -> mcp_core::Audio {
+///     mcp_core::Audio { data: vec![1, 2, 3], mime_type: "audio/wav".into() }
+/// }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Audio {
+    /// The raw audio bytes.
+    pub data: Vec<u8>,
+    /// The MIME type, e.g. `audio/wav`.
+    pub mime_type: String,
+}
+
+impl IntoToolOutput for Audio {
+    fn output_schema() -> Option<OutputSchema> {
+        None
+    }
+    fn into_output(self, _wrapped: bool) -> Result<CallToolResult, ToolError> {
+        let data = base64::engine::general_purpose::STANDARD.encode(&self.data);
+        Ok(CallToolResult::success(vec![ContentBlock::audio(
+            data,
+            self.mime_type,
+        )]))
+    }
+}

@@ -1,0 +1,1431 @@
+//! [`Server`]: a cheap-to-clone handle on one MCP server and everything registered on it.
+
+use std::{
+    any::{Any, TypeId},
+    collections::{BTreeSet, HashMap, HashSet},
+    panic::AssertUnwindSafe,
+    sync::{
+        Arc, Mutex, PoisonError, RwLock,
+        atomic::{AtomicBool, Ordering},
+    },
+};
+
+use arc_swap::ArcSwap;
+use futures::FutureExt as _;
+use mcp_types::{
+    CallToolResponse, ErrorCode, ErrorData, Implementation, JsonObject, ServerCapabilities,
+    ServerConfig, TASKS_EXTENSION_ID,
+};
+use serde_json::Value;
+
+use crate::{
+    BoxFuture, CallTool, Context, CustomRequest, Extension, ListTools, Message, Middleware, Reply,
+    RequestScope, ServerError, ToolCallNext, ToolDef, ToolError, ToolInfo,
+    extension::BoxError,
+    extract::CallParts,
+    middleware::run_chain,
+    mount::{Mount, MountOptions},
+    tool::RegisteredTool,
+    version::{Version, VersionSpec},
+};
+
+type StartHook = Arc<dyn Fn(Server) -> BoxFuture<'static, Result<(), BoxError>> + Send + Sync>;
+type StopHook = Arc<dyn Fn(Server) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// One MCP server: its tools, mounted children, middleware and extensions.
+///
+/// `Server` is a handle (an `Arc` inside): clones share one server, so a child mounted into a
+/// parent stays live: what is added to it later shows up in the parent (A20). Registration
+/// takes `&self` for the same reason.
+///
+/// ```
+/// use mcp_core::{Args, Server, ToolDef};
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Pair { a: i64, b: i64 }
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let child = Server::new("child");
+/// child.add_tool(ToolDef::new("multiply", |Args(p): Args<Pair>| async move { p.a * p.b })).unwrap();
+///
+/// let parent = Server::new("parent");
+/// parent.mount(&child, "child").unwrap();
+///
+/// let result = parent
+///     .call_tool("child_multiply", serde_json::json!({"a": 8, "b": 9}))
+///     .await
+///     .unwrap();
+/// let mcp_core::types::CallToolResponse::Complete(result) = result else { unreachable!() };
+/// assert_eq!(result.structured_content.unwrap()["result"], 72);
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct Server {
+    inner: Arc<ServerInner>,
+}
+
+struct ServerInner {
+    name: String,
+    info: RwLock<Info>,
+    mask_error_details: AtomicBool,
+    strict_input_validation: AtomicBool,
+    tools: ArcSwap<ToolTable>,
+    mounts: ArcSwap<Vec<Arc<Mount>>>,
+    middleware: ArcSwap<Vec<Arc<dyn Middleware>>>,
+    extensions: ArcSwap<Vec<Arc<dyn Extension>>>,
+    methods: ArcSwap<HashMap<String, Arc<dyn Extension>>>,
+    visibility: ArcSwap<Visibility>,
+    state: RwLock<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+    start_hooks: Mutex<Vec<StartHook>>,
+    stop_hooks: Mutex<Vec<StopHook>>,
+    running: AtomicBool,
+    /// Serializes copy-on-write updates of the registries.
+    write: Mutex<()>,
+}
+
+#[derive(Default, Clone)]
+struct Info {
+    version: Option<String>,
+    title: Option<String>,
+    instructions: Option<String>,
+}
+
+/// The tools registered on one server.
+#[derive(Default, Clone)]
+struct ToolTable {
+    /// Every version of a name, highest first.
+    by_name: HashMap<Arc<str>, Vec<Arc<RegisteredTool>>>,
+    /// Registration order, for listing.
+    order: Vec<Arc<RegisteredTool>>,
+}
+
+/// Which components a server shows (A26, A27).
+#[derive(Default, Clone)]
+struct Visibility {
+    only_tags: Option<BTreeSet<String>>,
+    hidden_tags: BTreeSet<String>,
+    hidden_names: BTreeSet<String>,
+}
+
+impl Visibility {
+    fn allows(&self, name: &str, tags: &BTreeSet<String>) -> bool {
+        if let Some(only) = &self.only_tags
+            && only.is_disjoint(tags)
+        {
+            return false;
+        }
+        self.hidden_tags.is_disjoint(tags) && !self.hidden_names.contains(name)
+    }
+}
+
+/// Where a resolved name leads.
+pub(crate) enum Route {
+    Local,
+    Mount { child: Server, child_name: String },
+}
+
+pub(crate) struct Resolved {
+    pub(crate) tool: Arc<RegisteredTool>,
+    pub(crate) route: Route,
+}
+
+/// An in-process `tools/call`, for tests and extensions.
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use mcp_core::{Server, ToolCall, ToolDef};
+/// let server = Server::new("s");
+/// server.add_tool(ToolDef::new("calc", || async { 7 }).version("1.0")).unwrap();
+/// server.add_tool(ToolDef::new("calc", || async { 12 }).version("2.0")).unwrap();
+/// let reply = server.call(ToolCall::new("calc").version("1.0")).await.unwrap();
+/// # let mcp_core::types::CallToolResponse::Complete(r) = reply else { unreachable!() };
+/// # assert_eq!(r.structured_content.unwrap()["result"], 7);
+/// # });
+/// ```
+#[derive(Debug, Clone)]
+pub struct ToolCall {
+    name: String,
+    arguments: Value,
+    version: Option<Result<VersionSpec, String>>,
+    scope: RequestScope,
+    run_middleware: bool,
+}
+
+impl ToolCall {
+    /// A call to `name` with no arguments.
+    ///
+    /// ```
+    /// let _ = mcp_core::ToolCall::new("add");
+    /// ```
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            arguments: Value::Null,
+            version: None,
+            scope: RequestScope::new(),
+            run_middleware: true,
+        }
+    }
+
+    /// The arguments: a JSON object (`null` means none; anything else is `-32602`).
+    ///
+    /// ```
+    /// let _ = mcp_core::ToolCall::new("add").arguments(serde_json::json!({"a": 1, "b": 2}));
+    /// ```
+    pub fn arguments(mut self, arguments: Value) -> Self {
+        self.arguments = arguments;
+        self
+    }
+
+    /// Calls exactly this version (H07).
+    ///
+    /// ```
+    /// let _ = mcp_core::ToolCall::new("calc").version("1.0");
+    /// ```
+    pub fn version(mut self, version: impl std::fmt::Display) -> Self {
+        let version = version.to_string();
+        self.version = Some(
+            Version::new(version.clone())
+                .map(VersionSpec::exact)
+                .map_err(|e| format!("invalid version {version:?}: {e}")),
+        );
+        self
+    }
+
+    /// Calls the highest version `spec` accepts.
+    ///
+    /// ```
+    /// use mcp_core::version::{Version, VersionSpec};
+    /// let spec = VersionSpec::range(None, Some(Version::new("2.0").unwrap()));
+    /// let _ = mcp_core::ToolCall::new("calc").version_spec(spec);
+    /// ```
+    pub fn version_spec(mut self, spec: VersionSpec) -> Self {
+        self.version = Some(Ok(spec));
+        self
+    }
+
+    /// The request scope (protocol version, `_meta`, cancellation...).
+    ///
+    /// ```
+    /// let _ = mcp_core::ToolCall::new("t").scope(mcp_core::RequestScope::new());
+    /// ```
+    pub fn scope(mut self, scope: RequestScope) -> Self {
+        self.scope = scope;
+        self
+    }
+
+    /// Runs no middleware and no extension interceptor at any level (B08, B09).
+    ///
+    /// ```
+    /// let _ = mcp_core::ToolCall::new("t").without_middleware();
+    /// ```
+    pub fn without_middleware(mut self) -> Self {
+        self.run_middleware = false;
+        self
+    }
+}
+
+/// What [`Server::start`] returns: the running server, to [`stop`](RunningServer::stop).
+#[must_use = "a running server should be stopped with `stop().await`"]
+pub struct RunningServer {
+    server: Server,
+    entered: Vec<Server>,
+    extensions: Vec<Arc<dyn Extension>>,
+    stopped: bool,
+}
+
+impl RunningServer {
+    /// The server.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let running = mcp_core::Server::new("s").start().await.unwrap();
+    /// assert_eq!(running.server().name(), "s");
+    /// running.stop().await;
+    /// # });
+    /// ```
+    pub fn server(&self) -> &Server {
+        &self.server
+    }
+
+    /// Runs every stop hook (children before parents), then the extensions' `on_stop` (last
+    /// registered first).
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let running = mcp_core::Server::new("s").start().await.unwrap();
+    /// running.stop().await;
+    /// # });
+    /// ```
+    pub async fn stop(mut self) {
+        self.stopped = true;
+        for server in self.entered.iter().rev() {
+            let hooks = lock(&server.inner.stop_hooks).clone();
+            for hook in hooks.iter().rev() {
+                hook(server.clone()).await;
+            }
+        }
+        for extension in self.extensions.iter().rev() {
+            extension.on_stop(&self.server).await;
+        }
+        self.server.inner.running.store(false, Ordering::Release);
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        if !self.stopped {
+            tracing::warn!(
+                server = %self.server.name(),
+                "a running server was dropped without `stop().await`; its stop hooks did not run"
+            );
+            self.server.inner.running.store(false, Ordering::Release);
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+pub(crate) fn unknown_tool(name: &str) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::INVALID_PARAMS,
+        format!("Unknown tool: '{name}'"),
+        None,
+    )
+}
+
+fn panic_message(panic: &(dyn Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic with a non-string payload")
+}
+
+/// MCP method names a client may send; extensions cannot take them over (C46).
+pub(crate) const SPEC_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "server/discover",
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+    "logging/setLevel",
+    "subscriptions/listen",
+];
+
+impl Server {
+    /// A server named `name` with nothing registered.
+    ///
+    /// Error details of failing tools are masked by default; see
+    /// [`mask_error_details`](Self::mask_error_details).
+    ///
+    /// ```
+    /// assert_eq!(mcp_core::Server::new("demo").name(), "demo");
+    /// ```
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            inner: Arc::new(ServerInner {
+                name: name.into(),
+                info: RwLock::new(Info::default()),
+                mask_error_details: AtomicBool::new(true),
+                strict_input_validation: AtomicBool::new(false),
+                tools: ArcSwap::default(),
+                mounts: ArcSwap::default(),
+                middleware: ArcSwap::default(),
+                extensions: ArcSwap::default(),
+                methods: ArcSwap::default(),
+                visibility: ArcSwap::default(),
+                state: RwLock::default(),
+                start_hooks: Mutex::default(),
+                stop_hooks: Mutex::default(),
+                running: AtomicBool::new(false),
+                write: Mutex::new(()),
+            }),
+        }
+    }
+
+    /// The server's name (`serverInfo.name`).
+    ///
+    /// ```
+    /// assert_eq!(mcp_core::Server::new("x").name(), "x");
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Sets the server's version (`serverInfo.version`).
+    ///
+    /// ```
+    /// let s = mcp_core::Server::new("x").with_version("1.2.3");
+    /// assert_eq!(s.version().as_deref(), Some("1.2.3"));
+    /// ```
+    pub fn with_version(self, version: impl std::fmt::Display) -> Self {
+        self.info_mut().version = Some(version.to_string());
+        self
+    }
+
+    /// Sets the human-readable title (`serverInfo.title`).
+    ///
+    /// ```
+    /// let _ = mcp_core::Server::new("x").with_title("The X server");
+    /// ```
+    pub fn with_title(self, title: impl Into<String>) -> Self {
+        self.info_mut().title = Some(title.into());
+        self
+    }
+
+    /// Sets the instructions clients may show a model.
+    ///
+    /// ```
+    /// let _ = mcp_core::Server::new("x").with_instructions("Use add for sums.");
+    /// ```
+    pub fn with_instructions(self, instructions: impl Into<String>) -> Self {
+        self.info_mut().instructions = Some(instructions.into());
+        self
+    }
+
+    /// The server's version, if set.
+    ///
+    /// ```
+    /// assert!(mcp_core::Server::new("x").version().is_none());
+    /// ```
+    pub fn version(&self) -> Option<String> {
+        self.info().version.clone()
+    }
+
+    fn info(&self) -> std::sync::RwLockReadGuard<'_, Info> {
+        self.inner.info.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn info_mut(&self) -> std::sync::RwLockWriteGuard<'_, Info> {
+        self.inner
+            .info
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether a failing tool's error text is hidden from clients (default `true`): masked,
+    /// the client reads `Error calling tool '<name>'`; unmasked, `...: <error>` (I18, C19).
+    /// The owning server's setting applies.
+    ///
+    /// ```
+    /// let s = mcp_core::Server::new("x").mask_error_details(false);
+    /// assert!(!s.masks_error_details());
+    /// ```
+    pub fn mask_error_details(self, mask: bool) -> Self {
+        self.inner.mask_error_details.store(mask, Ordering::Relaxed);
+        self
+    }
+
+    /// See [`mask_error_details`](Self::mask_error_details).
+    ///
+    /// ```
+    /// assert!(mcp_core::Server::new("x").masks_error_details());
+    /// ```
+    pub fn masks_error_details(&self) -> bool {
+        self.inner.mask_error_details.load(Ordering::Relaxed)
+    }
+
+    /// Strict input validation: no lenient coercion (`"1"` stays a string and fails an
+    /// integer parameter, I14). Off by default.
+    ///
+    /// ```
+    /// let _ = mcp_core::Server::new("x").strict_input_validation(true);
+    /// ```
+    pub fn strict_input_validation(self, strict: bool) -> Self {
+        self.inner
+            .strict_input_validation
+            .store(strict, Ordering::Relaxed);
+        self
+    }
+
+    /// Whether `other` is this very server (not a copy).
+    ///
+    /// ```
+    /// let s = mcp_core::Server::new("x");
+    /// assert!(s.ptr_eq(&s.clone()));
+    /// assert!(!s.ptr_eq(&mcp_core::Server::new("x")));
+    /// ```
+    pub fn ptr_eq(&self, other: &Server) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    // ---------------------------------------------------------------- registration
+
+    /// Registers a tool.
+    ///
+    /// Fails when the version is invalid (H04), when the name mixes versioned and unversioned
+    /// registrations on this server (H03), when the same name and version is already
+    /// registered, or when the input schema is not an object.
+    ///
+    /// ```
+    /// use mcp_core::{Server, ServerError, ToolDef};
+    /// let s = Server::new("s");
+    /// s.add_tool(ToolDef::new("t", || async { 1 }).version("1.0")).unwrap();
+    /// s.add_tool(ToolDef::new("t", || async { 2 }).version("2.0")).unwrap();
+    /// let mixed = s.add_tool(ToolDef::new("t", || async { 3 }));
+    /// assert!(matches!(mixed, Err(ServerError::MixedVersioning { .. })));
+    /// ```
+    pub fn add_tool(&self, def: ToolDef) -> Result<(), ServerError> {
+        if def.name.is_empty() {
+            return Err(ServerError::InvalidName {
+                name: def.name,
+                reason: "a tool name cannot be empty",
+            });
+        }
+        let version = match &def.version {
+            None => None,
+            Some(raw) => {
+                Some(
+                    Version::new(raw.clone()).map_err(|source| ServerError::InvalidVersion {
+                        component: "tool",
+                        name: def.name.clone(),
+                        source,
+                    })?,
+                )
+            }
+        };
+        if !crate::schema::is_object_schema(&def.input_schema) {
+            return Err(ServerError::InputSchemaNotObject { name: def.name });
+        }
+        let tool = Arc::new(RegisteredTool::new(def, version));
+
+        let _write = lock(&self.inner.write);
+        let mut table = ToolTable::clone(&self.inner.tools.load());
+        let versions = table.by_name.entry(Arc::clone(&tool.name)).or_default();
+        if let Some(existing) = versions.first()
+            && existing.version.is_some() != tool.version.is_some()
+        {
+            return Err(ServerError::MixedVersioning {
+                name: tool.name.to_string(),
+                server: self.name().to_owned(),
+            });
+        }
+        if versions.iter().any(|t| t.version == tool.version) {
+            return Err(ServerError::DuplicateTool {
+                name: tool.name.to_string(),
+                version: tool.version.as_ref().map(ToString::to_string),
+                server: self.name().to_owned(),
+            });
+        }
+        versions.push(Arc::clone(&tool));
+        versions.sort_by(|a, b| b.version.cmp(&a.version));
+        table.order.push(tool);
+        self.inner.tools.store(Arc::new(table));
+        Ok(())
+    }
+
+    /// Registers `handler` as the tool `name`; shorthand for
+    /// `add_tool(ToolDef::new(name, handler))`.
+    ///
+    /// ```
+    /// mcp_core::Server::new("s").tool("ping", || async { "pong" }).unwrap();
+    /// ```
+    pub fn tool<H: crate::Handler<M>, M: 'static>(
+        &self,
+        name: impl Into<String>,
+        handler: H,
+    ) -> Result<&Self, ServerError> {
+        self.add_tool(ToolDef::new(name, handler))?;
+        Ok(self)
+    }
+
+    /// Removes every version of the tool `name`; returns whether there was one. Mounted
+    /// parents stop showing it at once (A20).
+    ///
+    /// ```
+    /// let s = mcp_core::Server::new("s");
+    /// s.tool("t", || async {}).unwrap();
+    /// assert!(s.remove_tool("t"));
+    /// assert!(!s.remove_tool("t"));
+    /// ```
+    pub fn remove_tool(&self, name: &str) -> bool {
+        let _write = lock(&self.inner.write);
+        let mut table = ToolTable::clone(&self.inner.tools.load());
+        if table.by_name.remove(name).is_none() {
+            return false;
+        }
+        table.order.retain(|t| &*t.name != name);
+        self.inner.tools.store(Arc::new(table));
+        true
+    }
+
+    /// Mounts `child` into this server: under a namespace (`"ns"`), with none (`None`), or
+    /// with [`MountOptions`] (renames). See [`mount`](crate::mount).
+    ///
+    /// ```
+    /// use mcp_core::Server;
+    /// let (parent, child) = (Server::new("parent"), Server::new("child"));
+    /// parent.mount(&child, "child").unwrap();
+    /// parent.mount(&Server::new("flat"), None).unwrap();
+    /// assert_eq!(parent.mounted().len(), 2);
+    /// ```
+    pub fn mount(
+        &self,
+        child: &Server,
+        options: impl Into<MountOptions>,
+    ) -> Result<(), ServerError> {
+        if self.ptr_eq(child) {
+            return Err(ServerError::MountSelf);
+        }
+        if child.tree().iter().any(|s| s.ptr_eq(self)) {
+            return Err(ServerError::MountCycle {
+                parent: self.name().to_owned(),
+                child: child.name().to_owned(),
+            });
+        }
+        let mount = Arc::new(Mount::new(child.clone(), options.into())?);
+        let _write = lock(&self.inner.write);
+        let mut mounts = Vec::clone(&self.inner.mounts.load());
+        mounts.push(mount);
+        self.inner.mounts.store(Arc::new(mounts));
+        Ok(())
+    }
+
+    /// The directly mounted children, in mount order (A21).
+    ///
+    /// ```
+    /// assert!(mcp_core::Server::new("s").mounted().is_empty());
+    /// ```
+    pub fn mounted(&self) -> Vec<Server> {
+        self.inner
+            .mounts
+            .load()
+            .iter()
+            .map(|m| m.child.clone())
+            .collect()
+    }
+
+    /// This server and every server mounted below it, each once, parents first.
+    fn tree(&self) -> Vec<Server> {
+        let mut seen = HashSet::new();
+        let mut out = Vec::new();
+        let mut stack = vec![self.clone()];
+        while let Some(server) = stack.pop() {
+            if !seen.insert(Arc::as_ptr(&server.inner)) {
+                continue;
+            }
+            let mounts = server.inner.mounts.load();
+            for mount in mounts.iter().rev() {
+                stack.push(mount.child.clone());
+            }
+            out.push(server);
+        }
+        out
+    }
+
+    /// Adds a middleware; the first added is outermost (B03, B28).
+    ///
+    /// ```
+    /// struct Nop;
+    /// impl mcp_core::Middleware for Nop {}
+    /// mcp_core::Server::new("s").add_middleware(Nop);
+    /// ```
+    pub fn add_middleware(&self, middleware: impl Middleware) -> &Self {
+        let _write = lock(&self.inner.write);
+        let mut chain = Vec::clone(&self.inner.middleware.load());
+        chain.push(Arc::new(middleware));
+        self.inner.middleware.store(Arc::new(chain));
+        self
+    }
+
+    /// Registers an extension (see [`extension`](crate::extension)). Fails on a duplicate
+    /// identifier, a method that belongs to the MCP specification, or a running server (C46).
+    ///
+    /// ```
+    /// struct Ext;
+    /// #[async_trait::async_trait]
+    /// impl mcp_core::Extension for Ext { fn id(&self) -> &str { "com.example/ext" } }
+    /// let s = mcp_core::Server::new("s");
+    /// s.add_extension(Ext).unwrap();
+    /// assert!(s.add_extension(Ext).is_err());
+    /// ```
+    pub fn add_extension(&self, extension: impl Extension) -> Result<(), ServerError> {
+        let extension: Arc<dyn Extension> = Arc::new(extension);
+        let id = extension.id().to_owned();
+        if self.inner.running.load(Ordering::Acquire) {
+            return Err(ServerError::AlreadyStarted(self.name().to_owned()));
+        }
+        let methods = extension.methods();
+        if let Some(method) = methods.iter().find(|m| SPEC_METHODS.contains(&m.as_str())) {
+            return Err(ServerError::ReservedMethod {
+                extension: id,
+                method: method.clone(),
+            });
+        }
+        let _write = lock(&self.inner.write);
+        let mut extensions = Vec::clone(&self.inner.extensions.load());
+        if extensions.iter().any(|e| e.id() == id) {
+            return Err(ServerError::DuplicateExtension(id));
+        }
+        let mut table = HashMap::clone(&self.inner.methods.load());
+        for method in methods {
+            table.insert(method, Arc::clone(&extension));
+        }
+        extensions.push(extension);
+        self.inner.extensions.store(Arc::new(extensions));
+        self.inner.methods.store(Arc::new(table));
+        Ok(())
+    }
+
+    /// The extension registered here under `id`.
+    ///
+    /// ```
+    /// assert!(mcp_core::Server::new("s").extension("x").is_none());
+    /// ```
+    pub fn extension(&self, id: &str) -> Option<Arc<dyn Extension>> {
+        self.inner
+            .extensions
+            .load()
+            .iter()
+            .find(|e| e.id() == id)
+            .cloned()
+    }
+
+    /// The settings every registered extension advertises, by identifier.
+    ///
+    /// ```
+    /// assert!(mcp_core::Server::new("s").extension_settings().is_empty());
+    /// ```
+    pub fn extension_settings(&self) -> std::collections::BTreeMap<String, JsonObject> {
+        self.inner
+            .extensions
+            .load()
+            .iter()
+            .map(|e| (e.id().to_owned(), e.settings()))
+            .collect()
+    }
+
+    /// Attaches typed state, read by tools through [`State`](crate::State) (A31).
+    ///
+    /// ```
+    /// let s = mcp_core::Server::new("s");
+    /// s.insert_state(42u32);
+    /// assert_eq!(s.state::<u32>(), Some(42));
+    /// ```
+    pub fn insert_state<T: Clone + Send + Sync + 'static>(&self, value: T) {
+        self.inner
+            .state
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(TypeId::of::<T>(), Arc::new(value));
+    }
+
+    /// This server's state of type `T`, if any.
+    ///
+    /// ```
+    /// assert_eq!(mcp_core::Server::new("s").state::<u32>(), None);
+    /// ```
+    pub fn state<T: Clone + Send + Sync + 'static>(&self) -> Option<T> {
+        self.inner
+            .state
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&TypeId::of::<T>())
+            .and_then(|v| v.downcast_ref::<T>())
+            .cloned()
+    }
+
+    /// Runs `hook` when the server (or a root it is mounted into) starts, once per start
+    /// however deep the server sits (A30). Parents' hooks run before their children's.
+    ///
+    /// ```
+    /// let s = mcp_core::Server::new("s");
+    /// s.on_start(|server| async move {
+    ///     server.insert_state(String::from("ready"));
+    ///     Ok(())
+    /// });
+    /// ```
+    pub fn on_start<F, Fut>(&self, hook: F) -> &Self
+    where
+        F: Fn(Server) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
+    {
+        lock(&self.inner.start_hooks).push(Arc::new(move |s| Box::pin(hook(s))));
+        self
+    }
+
+    /// Runs `hook` when the server stops; children's hooks run before their parents'.
+    ///
+    /// ```
+    /// mcp_core::Server::new("s").on_stop(|_server| async {});
+    /// ```
+    pub fn on_stop<F, Fut>(&self, hook: F) -> &Self
+    where
+        F: Fn(Server) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        lock(&self.inner.stop_hooks).push(Arc::new(move |s| Box::pin(hook(s))));
+        self
+    }
+
+    fn update_visibility(&self, change: impl FnOnce(&mut Visibility)) {
+        let _write = lock(&self.inner.write);
+        let mut visibility = Visibility::clone(&self.inner.visibility.load());
+        change(&mut visibility);
+        self.inner.visibility.store(Arc::new(visibility));
+    }
+
+    /// Hides every component, local or mounted, carrying one of `tags` (A26).
+    ///
+    /// ```
+    /// let s = mcp_core::Server::new("s");
+    /// s.add_tool(mcp_core::ToolDef::new("t", || async {}).tag("blocked")).unwrap();
+    /// s.disable_tags(["blocked"]);
+    /// assert!(s.get_tool("t", None).is_none());
+    /// ```
+    pub fn disable_tags<I: IntoIterator<Item = S>, S: Into<String>>(&self, tags: I) -> &Self {
+        self.update_visibility(|v| v.hidden_tags.extend(tags.into_iter().map(Into::into)));
+        self
+    }
+
+    /// Shows only components carrying at least one of `tags` (A26).
+    ///
+    /// ```
+    /// let s = mcp_core::Server::new("s");
+    /// s.add_tool(mcp_core::ToolDef::new("t", || async {})).unwrap();
+    /// s.enable_only_tags(["allowed"]);
+    /// assert!(s.get_tool("t", None).is_none());
+    /// ```
+    pub fn enable_only_tags<I: IntoIterator<Item = S>, S: Into<String>>(&self, tags: I) -> &Self {
+        self.update_visibility(|v| {
+            v.only_tags
+                .get_or_insert_with(BTreeSet::new)
+                .extend(tags.into_iter().map(Into::into));
+        });
+        self
+    }
+
+    /// Hides the tool called `name` at this server (namespaced names for mounted ones, A27).
+    ///
+    /// ```
+    /// let s = mcp_core::Server::new("s");
+    /// s.tool("t", || async {}).unwrap();
+    /// s.disable_tool("t");
+    /// assert!(s.get_tool("t", None).is_none());
+    /// s.enable_tool("t");
+    /// assert!(s.get_tool("t", None).is_some());
+    /// ```
+    pub fn disable_tool(&self, name: impl Into<String>) -> &Self {
+        let name = name.into();
+        self.update_visibility(|v| {
+            v.hidden_names.insert(name);
+        });
+        self
+    }
+
+    /// Shows a tool hidden by [`disable_tool`](Self::disable_tool) again.
+    ///
+    /// ```
+    /// mcp_core::Server::new("s").enable_tool("t");
+    /// ```
+    pub fn enable_tool(&self, name: &str) -> &Self {
+        self.update_visibility(|v| {
+            v.hidden_names.remove(name);
+        });
+        self
+    }
+
+    // ---------------------------------------------------------------- lookup
+
+    /// Resolves `name` at this server: local tools first, then each mount in order; the
+    /// highest version wins, ties go to the earliest provider (A18, H16).
+    pub(crate) fn resolve(&self, name: &str, spec: Option<&VersionSpec>) -> Option<Resolved> {
+        let visibility = self.inner.visibility.load();
+        let accepts = |tool: &RegisteredTool| spec.is_none_or(|s| s.matches(tool.version.as_ref()));
+        let mut best = self
+            .inner
+            .tools
+            .load()
+            .by_name
+            .get(name)
+            .and_then(|versions| {
+                versions
+                    .iter()
+                    .find(|t| accepts(t) && visibility.allows(name, &t.tags))
+            })
+            .map(|tool| Resolved {
+                tool: Arc::clone(tool),
+                route: Route::Local,
+            });
+        for mount in self.inner.mounts.load().iter() {
+            let Some(child_name) = mount.child_name(name) else {
+                continue;
+            };
+            let Some(found) = mount.child.resolve(child_name, spec) else {
+                continue;
+            };
+            if !visibility.allows(name, &found.tool.tags) {
+                continue;
+            }
+            if best
+                .as_ref()
+                .is_none_or(|b| found.tool.version > b.tool.version)
+            {
+                best = Some(Resolved {
+                    tool: found.tool,
+                    route: Route::Mount {
+                        child: mount.child.clone(),
+                        child_name: child_name.to_owned(),
+                    },
+                });
+            }
+        }
+        best
+    }
+
+    /// The tool `name` as this server would call it, without running any middleware (B27):
+    /// the highest version, or the one `version` selects (H02, H07, H10, H11).
+    ///
+    /// ```
+    /// use mcp_core::{Server, ToolDef, version::{Version, VersionSpec}};
+    /// let s = Server::new("s");
+    /// s.add_tool(ToolDef::new("calc", || async { 1 }).version("1.0")).unwrap();
+    /// s.add_tool(ToolDef::new("calc", || async { 2 }).version("2.0")).unwrap();
+    /// assert_eq!(s.get_tool("calc", None).unwrap().version().unwrap().as_str(), "2.0");
+    /// let v1 = VersionSpec::exact(Version::new("1.0").unwrap());
+    /// assert_eq!(s.get_tool("calc", Some(&v1)).unwrap().version().unwrap().as_str(), "1.0");
+    /// ```
+    pub fn get_tool(&self, name: &str, version: Option<&VersionSpec>) -> Option<ToolInfo> {
+        let resolved = self.resolve(name, version)?;
+        let name: Arc<str> = Arc::from(name);
+        Some(match resolved.route {
+            Route::Local => ToolInfo {
+                owner_name: Arc::clone(&name),
+                name,
+                tool: resolved.tool,
+                owner: self.clone(),
+            },
+            Route::Mount { child, child_name } => ToolInfo {
+                name,
+                tool: resolved.tool,
+                owner: child,
+                owner_name: child_name.into(),
+            },
+        })
+    }
+
+    /// Every task-declaring tool in this server's tree, by name at this server.
+    fn task_tools(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .inner
+            .tools
+            .load()
+            .order
+            .iter()
+            .filter(|t| t.task.mode.allows_tasks())
+            .map(|t| t.name.to_string())
+            .collect();
+        for mount in self.inner.mounts.load().iter() {
+            names.extend(
+                mount
+                    .child
+                    .task_tools()
+                    .iter()
+                    .map(|n| mount.exposed_name(n)),
+            );
+        }
+        names
+    }
+
+    // ---------------------------------------------------------------- calls
+
+    /// Calls a tool in process, through middleware and extensions, like a client would.
+    /// Returns the tool's result, or whatever an extension answers instead (a task handle,
+    /// C55).
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let s = mcp_core::Server::new("s");
+    /// s.tool("ping", || async { "pong" }).unwrap();
+    /// let reply = s.call_tool("ping", serde_json::Value::Null).await.unwrap();
+    /// # let mcp_core::types::CallToolResponse::Complete(r) = reply else { unreachable!() };
+    /// # assert_eq!(r.structured_content.unwrap()["result"], "pong");
+    /// # });
+    /// ```
+    pub async fn call_tool(
+        &self,
+        name: impl Into<String>,
+        arguments: Value,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.call(ToolCall::new(name).arguments(arguments)).await
+    }
+
+    /// Calls a tool in process with every option (version, scope, no middleware).
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let s = mcp_core::Server::new("s");
+    /// s.tool("ping", || async { "pong" }).unwrap();
+    /// let reply = s.call(mcp_core::ToolCall::new("ping").without_middleware()).await;
+    /// assert!(reply.is_ok());
+    /// # });
+    /// ```
+    pub async fn call(&self, call: ToolCall) -> Result<CallToolResponse, ErrorData> {
+        let arguments = match call.arguments {
+            Value::Object(object) => object,
+            Value::Null => JsonObject::new(),
+            other => {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "tool arguments must be a JSON object, not {}",
+                        json_kind(&other)
+                    ),
+                    None,
+                ));
+            }
+        };
+        let version = call
+            .version
+            .transpose()
+            .map_err(|e| ErrorData::invalid_params(e, None))?;
+        let message = CallTool {
+            name: call.name,
+            arguments,
+            version,
+            cx: Context::new(self.clone(), call.scope),
+            run_middleware: call.run_middleware,
+        };
+        self.dispatch_call(message).await
+    }
+
+    /// Runs `call` through this server's middleware, extensions and tools.
+    pub(crate) fn dispatch_call(
+        &self,
+        call: CallTool,
+    ) -> BoxFuture<'_, Result<CallToolResponse, ErrorData>> {
+        if !call.run_middleware {
+            return Box::pin(self.call_resolved(call));
+        }
+        let chain = self.inner.middleware.load_full();
+        if chain.is_empty() {
+            return Box::pin(self.call_endpoint(call));
+        }
+        Box::pin(async move {
+            match run_chain(self, &chain, Message::CallTool(call)).await? {
+                Reply::CallTool(reply) => Ok(reply),
+                _ => Err(ErrorData::internal_error(
+                    "a middleware answered tools/call with a reply of another kind",
+                    None,
+                )),
+            }
+        })
+    }
+
+    /// After the middleware: the extension interceptors, then the tool.
+    async fn call_endpoint(&self, call: CallTool) -> Result<CallToolResponse, ErrorData> {
+        let extensions = self.inner.extensions.load_full();
+        if extensions.is_empty() {
+            self.call_resolved(call).await
+        } else {
+            ToolCallNext {
+                server: self,
+                extensions: &extensions,
+            }
+            .run(call)
+            .await
+        }
+    }
+
+    /// Resolves the tool and runs it here, or delegates to the mounted child that has it
+    /// with the exact version resolved (A38).
+    pub(crate) async fn call_resolved(&self, call: CallTool) -> Result<CallToolResponse, ErrorData> {
+        let CallTool {
+            name,
+            arguments,
+            version,
+            cx,
+            run_middleware,
+        } = call;
+        let Some(Resolved { tool, route }) = self.resolve(&name, version.as_ref()) else {
+            return Err(unknown_tool(&name));
+        };
+        match route {
+            Route::Local => self.run_local(&tool, cx, arguments).await,
+            Route::Mount { child, child_name } => {
+                let call = CallTool {
+                    name: child_name,
+                    arguments,
+                    version: tool.version.clone().map(VersionSpec::exact),
+                    cx: cx.for_server(&child),
+                    run_middleware,
+                };
+                child.dispatch_call(call).await
+            }
+        }
+    }
+
+    /// Runs a tool registered on this server, turning every failure into what the client
+    /// should see (panics included).
+    async fn run_local(
+        &self,
+        tool: &RegisteredTool,
+        cx: Context,
+        arguments: JsonObject,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let parts = CallParts {
+            tool: Arc::clone(&tool.name),
+            arguments,
+            input_schema: Arc::clone(&tool.input_schema),
+            strict: self.inner.strict_input_validation.load(Ordering::Relaxed),
+        };
+        let outcome = match std::panic::catch_unwind(AssertUnwindSafe(|| {
+            tool.invoke.invoke(cx, parts, tool.wrapped)
+        })) {
+            Ok(future) => AssertUnwindSafe(future).catch_unwind().await,
+            Err(panic) => Err(panic),
+        };
+        let error = match outcome {
+            Ok(Ok(result)) => return Ok(CallToolResponse::Complete(result)),
+            Ok(Err(error)) => error,
+            Err(panic) => {
+                let message = panic_message(panic.as_ref());
+                tracing::error!(tool = %tool.name, panic = message, "tool panicked");
+                ToolError::internal(format!("the tool panicked: {message}"))
+            }
+        };
+        error
+            .into_error_data(&tool.name, self.masks_error_details())
+            .map(CallToolResponse::Complete)
+    }
+
+    // ---------------------------------------------------------------- lists
+
+    /// Every visible tool, all versions, through middleware (B06, B15). A mounted child whose
+    /// listing fails is skipped with a warning (A28).
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let s = mcp_core::Server::new("s");
+    /// s.tool("a", || async {}).unwrap();
+    /// assert_eq!(s.list_tools().await.unwrap().len(), 1);
+    /// # });
+    /// ```
+    pub async fn list_tools(&self) -> Result<Vec<ToolInfo>, ErrorData> {
+        self.list_tools_in(RequestScope::new()).await
+    }
+
+    /// [`list_tools`](Self::list_tools) within a request scope.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let s = mcp_core::Server::new("s");
+    /// assert!(s.list_tools_in(mcp_core::RequestScope::new()).await.unwrap().is_empty());
+    /// # });
+    /// ```
+    pub async fn list_tools_in(&self, scope: RequestScope) -> Result<Vec<ToolInfo>, ErrorData> {
+        self.list_with(Context::new(self.clone(), scope), true)
+            .await
+    }
+
+    pub(crate) fn list_with(
+        &self,
+        cx: Context,
+        run_middleware: bool,
+    ) -> BoxFuture<'_, Result<Vec<ToolInfo>, ErrorData>> {
+        let chain = self.inner.middleware.load_full();
+        if !run_middleware || chain.is_empty() {
+            return Box::pin(async move { self.list_endpoint(&cx, run_middleware).await });
+        }
+        Box::pin(async move {
+            let message = Message::ListTools(ListTools { cx, run_middleware });
+            match run_chain(self, &chain, message).await? {
+                Reply::ListTools(tools) => Ok(tools),
+                _ => Err(ErrorData::internal_error(
+                    "a middleware answered tools/list with a reply of another kind",
+                    None,
+                )),
+            }
+        })
+    }
+
+    async fn list_endpoint(
+        &self,
+        cx: &Context,
+        run_middleware: bool,
+    ) -> Result<Vec<ToolInfo>, ErrorData> {
+        let visibility = self.inner.visibility.load_full();
+        let mut tools: Vec<ToolInfo> = self
+            .inner
+            .tools
+            .load()
+            .order
+            .iter()
+            .filter(|t| visibility.allows(&t.name, &t.tags))
+            .map(|t| ToolInfo {
+                name: Arc::clone(&t.name),
+                tool: Arc::clone(t),
+                owner: self.clone(),
+                owner_name: Arc::clone(&t.name),
+            })
+            .collect();
+        let mounts = self.inner.mounts.load_full();
+        for mount in mounts.iter() {
+            let child = &mount.child;
+            match child.list_with(cx.for_server(child), run_middleware).await {
+                Ok(listed) => {
+                    for info in listed {
+                        let name: Arc<str> = mount.exposed_name(&info.name).into();
+                        if visibility.allows(&name, info.tags()) {
+                            tools.push(ToolInfo {
+                                name,
+                                tool: info.tool,
+                                owner: child.clone(),
+                                owner_name: info.name,
+                            });
+                        }
+                    }
+                }
+                Err(error) => tracing::warn!(
+                    server = %self.name(),
+                    provider = %child.name(),
+                    "Error during list_tools from provider '{}': {}",
+                    child.name(),
+                    error.message
+                ),
+            }
+        }
+        warn_duplicates(self.name(), &tools);
+        Ok(tools)
+    }
+
+    // ---------------------------------------------------------------- other messages
+
+    /// Sends any request through this server's middleware to the extension that answers it
+    /// (e.g. `tasks/get`); `-32601` when none does.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let s = mcp_core::Server::new("s");
+    /// let err = s.request("nope/nothing", None, mcp_core::RequestScope::new()).await.unwrap_err();
+    /// assert_eq!(err.code.0, -32601);
+    /// # });
+    /// ```
+    pub async fn request(
+        &self,
+        method: impl Into<String>,
+        params: Option<Value>,
+        scope: RequestScope,
+    ) -> Result<Value, ErrorData> {
+        let message = Message::Custom(CustomRequest {
+            method: method.into(),
+            params,
+            cx: Context::new(self.clone(), scope),
+        });
+        match self.dispatch(message).await? {
+            Reply::Custom(value) => Ok(value),
+            _ => Err(ErrorData::internal_error(
+                "a middleware answered a request with a reply of another kind",
+                None,
+            )),
+        }
+    }
+
+    /// Runs any message through this server's middleware chain.
+    pub(crate) async fn dispatch(&self, message: Message) -> Result<Reply, ErrorData> {
+        let chain = self.inner.middleware.load_full();
+        run_chain(self, &chain, message).await
+    }
+
+    /// The end of the middleware chain.
+    pub(crate) fn endpoint(&self, message: Message) -> BoxFuture<'_, Result<Reply, ErrorData>> {
+        match message {
+            Message::CallTool(call) => {
+                Box::pin(async move { self.call_endpoint(call).await.map(Reply::CallTool) })
+            }
+            Message::ListTools(list) => Box::pin(async move {
+                self.list_endpoint(&list.cx, list.run_middleware)
+                    .await
+                    .map(Reply::ListTools)
+            }),
+            Message::Initialize(init) => Box::pin(std::future::ready(Ok(Reply::Initialize(
+                init.result,
+            )))),
+            Message::Discover(discover) => Box::pin(std::future::ready(Ok(Reply::Discover(
+                discover.result,
+            )))),
+            Message::Custom(request) => Box::pin(async move {
+                let extension = self.inner.methods.load().get(&request.method).cloned();
+                match extension {
+                    Some(extension) => extension
+                        .handle_request(request.cx, &request.method, request.params)
+                        .await
+                        .map(Reply::Custom),
+                    None => Err(ErrorData::new(
+                        ErrorCode::METHOD_NOT_FOUND,
+                        format!("Method not found: {}", request.method),
+                        None,
+                    )),
+                }
+            }),
+            Message::Notification(_) => Box::pin(std::future::ready(Ok(Reply::Notified))),
+        }
+    }
+
+    /// The `initialize`/`server/discover` answer: identity, tools, extension settings.
+    ///
+    /// ```
+    /// let config = mcp_core::Server::new("demo").with_version("1.0").server_config();
+    /// assert_eq!(config.server_info.name, "demo");
+    /// assert!(config.capabilities.tools.is_some());
+    /// ```
+    pub fn server_config(&self) -> ServerConfig {
+        let info = self.info().clone();
+        let mut capabilities = ServerCapabilities::builder().enable_tools().build();
+        let extensions = self.extension_settings();
+        if !extensions.is_empty() {
+            capabilities.extensions = Some(extensions);
+        }
+        let mut implementation = Implementation::new(
+            self.name(),
+            info.version.unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned()),
+        );
+        if let Some(title) = info.title {
+            implementation = implementation.with_title(title);
+        }
+        let mut config = ServerConfig::new(capabilities).with_server_info(implementation);
+        if let Some(instructions) = info.instructions {
+            config = config.with_instructions(instructions);
+        }
+        config
+    }
+
+    // ---------------------------------------------------------------- lifecycle
+
+    /// Starts the server: checks the tree, runs extensions' `on_start` and every server's
+    /// start hooks (each once, parents first). Serving over a transport does this for you.
+    ///
+    /// Fails when a tool anywhere in the tree declares a task mode and no tasks extension is
+    /// registered here (C40), or when a hook fails (everything started so far is stopped).
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use mcp_core::{Server, ServerError, ToolDef};
+    /// let s = Server::new("s");
+    /// s.add_tool(ToolDef::new("slow", || async {}).task(true)).unwrap();
+    /// assert!(matches!(s.start().await, Err(ServerError::TasksExtensionMissing { .. })));
+    /// # });
+    /// ```
+    pub async fn start(&self) -> Result<RunningServer, ServerError> {
+        if self.inner.running.swap(true, Ordering::AcqRel) {
+            return Err(ServerError::AlreadyStarted(self.name().to_owned()));
+        }
+        match self.start_inner().await {
+            Ok(running) => Ok(running),
+            Err(error) => {
+                self.inner.running.store(false, Ordering::Release);
+                Err(error)
+            }
+        }
+    }
+
+    async fn start_inner(&self) -> Result<RunningServer, ServerError> {
+        let task_tools = self.task_tools();
+        if !task_tools.is_empty() && self.extension(TASKS_EXTENSION_ID).is_none() {
+            return Err(ServerError::TasksExtensionMissing {
+                tools: task_tools.join(", "),
+                id: TASKS_EXTENSION_ID,
+            });
+        }
+        let mut running = RunningServer {
+            server: self.clone(),
+            entered: Vec::new(),
+            extensions: Vec::new(),
+            stopped: false,
+        };
+        let extensions = self.inner.extensions.load_full();
+        for extension in extensions.iter() {
+            if let Err(source) = extension.on_start(self).await {
+                running.stopped = true;
+                let what = format!("extension '{}'", extension.id());
+                unwind(running).await;
+                return Err(ServerError::Startup { what, source });
+            }
+            running.extensions.push(Arc::clone(extension));
+        }
+        for server in self.tree() {
+            let hooks = lock(&server.inner.start_hooks).clone();
+            for hook in hooks {
+                if let Err(source) = hook(server.clone()).await {
+                    let what = format!("a start hook of server '{}'", server.name());
+                    running.entered.push(server);
+                    running.stopped = true;
+                    unwind(running).await;
+                    return Err(ServerError::Startup { what, source });
+                }
+            }
+            running.entered.push(server);
+        }
+        Ok(running)
+    }
+}
+
+/// Stops what a failed start had started, without touching `running` (the caller resets it).
+async fn unwind(running: RunningServer) {
+    for server in running.entered.iter().rev() {
+        let hooks = lock(&server.inner.stop_hooks).clone();
+        for hook in hooks.iter().rev() {
+            hook(server.clone()).await;
+        }
+    }
+    for extension in running.extensions.iter().rev() {
+        extension.on_stop(&running.server).await;
+    }
+}
+
+fn warn_duplicates(server: &str, tools: &[ToolInfo]) {
+    if tools.len() < 2 {
+        return;
+    }
+    let mut seen = HashSet::with_capacity(tools.len());
+    for tool in tools {
+        if !seen.insert((&*tool.name, tool.version())) {
+            tracing::warn!(
+                server,
+                "Duplicate tool '{}'{} from two providers; calls resolve to the first",
+                tool.name,
+                tool.version()
+                    .map(|v| format!(" version {v}"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+impl PartialEq for Server {
+    /// Identity: the same server, not an equal one.
+    fn eq(&self, other: &Self) -> bool {
+        self.ptr_eq(other)
+    }
+}
+
+impl Eq for Server {}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("name", &self.name())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,551 @@
+//! Tool definitions ([`ToolDef`]), task declarations ([`TaskConfig`]) and the tool handles
+//! servers hand out ([`ToolInfo`]).
+
+use std::{collections::BTreeSet, marker::PhantomData, sync::Arc, time::Duration};
+
+use mcp_types::{
+    Icon, JsonObject, MetaObject, TaskSupport, Tool, ToolAnnotations, ToolDescriptor, meta,
+};
+use serde_json::Value;
+
+use crate::{
+    Server,
+    handler::{DynInvoke, Handler, Invoke, ToolHandler, TypedInvoke},
+    version::Version,
+};
+
+/// A tool's task declaration: its mode, and the poll interval tasks advertise.
+///
+/// It is only a declaration in `mcp-core`; the tasks extension (`mcp-tasks`) acts on it. A
+/// server that declares a task tool without that extension fails at start (C40).
+///
+/// ```
+/// use std::time::Duration;
+/// use mcp_core::TaskConfig;
+/// use mcp_core::types::TaskSupport;
+///
+/// assert_eq!(TaskConfig::from(true).mode, TaskSupport::Optional);
+/// assert_eq!(TaskConfig::default().poll_interval, Duration::from_secs(5));
+/// let required = TaskConfig::required().with_poll_interval(Duration::from_secs(2));
+/// assert_eq!(required.poll_interval.as_millis(), 2000);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskConfig {
+    /// Forbidden (the default), optional or required.
+    pub mode: TaskSupport,
+    /// The `pollIntervalMs` a task of this tool advertises (default 5 s, C38).
+    pub poll_interval: Duration,
+}
+
+impl TaskConfig {
+    /// The default poll interval: 5 seconds.
+    pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(5);
+
+    /// `task = true`: runs as a task when the client opts in.
+    ///
+    /// ```
+    /// assert!(mcp_core::TaskConfig::optional().mode.allows_tasks());
+    /// ```
+    pub const fn optional() -> Self {
+        Self {
+            mode: TaskSupport::Optional,
+            poll_interval: Self::DEFAULT_POLL_INTERVAL,
+        }
+    }
+
+    /// Only runs as a task; clients that do not opt in get `-32021`.
+    ///
+    /// ```
+    /// assert_eq!(mcp_core::TaskConfig::required().mode, mcp_core::types::TaskSupport::Required);
+    /// ```
+    pub const fn required() -> Self {
+        Self {
+            mode: TaskSupport::Required,
+            poll_interval: Self::DEFAULT_POLL_INTERVAL,
+        }
+    }
+
+    /// Never a task (the default).
+    ///
+    /// ```
+    /// assert_eq!(mcp_core::TaskConfig::forbidden(), mcp_core::TaskConfig::default());
+    /// ```
+    pub const fn forbidden() -> Self {
+        Self {
+            mode: TaskSupport::Forbidden,
+            poll_interval: Self::DEFAULT_POLL_INTERVAL,
+        }
+    }
+
+    /// Sets the advertised poll interval.
+    ///
+    /// ```
+    /// let c = mcp_core::TaskConfig::optional().with_poll_interval(std::time::Duration::from_millis(250));
+    /// assert_eq!(c.poll_interval.as_millis(), 250);
+    /// ```
+    pub const fn with_poll_interval(mut self, interval: Duration) -> Self {
+        self.poll_interval = interval;
+        self
+    }
+}
+
+impl Default for TaskConfig {
+    fn default() -> Self {
+        Self::forbidden()
+    }
+}
+
+impl From<bool> for TaskConfig {
+    /// `true` is [`TaskConfig::optional`], `false` [`TaskConfig::forbidden`].
+    fn from(task: bool) -> Self {
+        if task {
+            Self::optional()
+        } else {
+            Self::forbidden()
+        }
+    }
+}
+
+impl From<TaskSupport> for TaskConfig {
+    fn from(mode: TaskSupport) -> Self {
+        Self {
+            mode,
+            poll_interval: Self::DEFAULT_POLL_INTERVAL,
+        }
+    }
+}
+
+/// A tool to register: a name, a [`Handler`] and metadata.
+///
+/// ```
+/// use mcp_core::{Args, Server, ToolDef};
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Multiply { a: i64, b: i64 }
+///
+/// let server = Server::new("math");
+/// server
+///     .add_tool(
+///         ToolDef::new("multiply", |Args(m): Args<Multiply>| async move { m.a * m.b })
+///             .title("Multiply")
+///             .description("Multiplies two integers")
+///             .tags(["math"])
+///             .version("1.0")
+///             .task(true),
+///     )
+///     .unwrap();
+/// ```
+pub struct ToolDef {
+    pub(crate) name: String,
+    pub(crate) title: Option<String>,
+    pub(crate) description: Option<String>,
+    pub(crate) tags: BTreeSet<String>,
+    pub(crate) annotations: Option<ToolAnnotations>,
+    pub(crate) icons: Option<Vec<Icon>>,
+    pub(crate) meta: Option<MetaObject>,
+    pub(crate) version: Option<String>,
+    pub(crate) task: TaskConfig,
+    pub(crate) input_schema: JsonObject,
+    pub(crate) output_schema: Option<JsonObject>,
+    pub(crate) wrapped: bool,
+    pub(crate) invoke: Box<dyn Invoke>,
+}
+
+impl ToolDef {
+    /// A tool running `handler`; the input and output schemas come from its types.
+    ///
+    /// ```
+    /// let def = mcp_core::ToolDef::new("ping", || async { "pong" });
+    /// assert_eq!(def.name(), "ping");
+    /// ```
+    pub fn new<H: Handler<M>, M: 'static>(name: impl Into<String>, handler: H) -> Self {
+        let output = H::output_schema();
+        let wrapped = output.as_ref().is_some_and(|o| o.wrapped);
+        Self::with_invoke(
+            name.into(),
+            H::input_schema(),
+            output.map(|o| o.schema),
+            wrapped,
+            Box::new(TypedInvoke {
+                handler,
+                _marker: PhantomData,
+            }),
+        )
+    }
+
+    /// A tool whose input schema is given at run time (see [`ToolHandler`]).
+    ///
+    /// ```
+    /// # use mcp_core::{BoxFuture, Context, ToolDef, ToolError, ToolHandler};
+    /// # use mcp_core::types::{CallToolResult, JsonObject};
+    /// # struct Nop;
+    /// # impl ToolHandler for Nop {
+    /// #     fn call(&self, _: Context, _: JsonObject) -> BoxFuture<'static, Result<CallToolResult, ToolError>> {
+    /// #         Box::pin(async { Ok(CallToolResult::success(vec![])) })
+    /// #     }
+    /// # }
+    /// let schema = serde_json::json!({"type": "object"}).as_object().unwrap().clone();
+    /// let def = ToolDef::dynamic("nop", schema, Nop);
+    /// ```
+    pub fn dynamic(
+        name: impl Into<String>,
+        input_schema: JsonObject,
+        handler: impl ToolHandler,
+    ) -> Self {
+        Self::with_invoke(
+            name.into(),
+            input_schema,
+            None,
+            false,
+            Box::new(DynInvoke(Arc::new(handler))),
+        )
+    }
+
+    fn with_invoke(
+        name: String,
+        input_schema: JsonObject,
+        output_schema: Option<JsonObject>,
+        wrapped: bool,
+        invoke: Box<dyn Invoke>,
+    ) -> Self {
+        Self {
+            name,
+            title: None,
+            description: None,
+            tags: BTreeSet::new(),
+            annotations: None,
+            icons: None,
+            meta: None,
+            version: None,
+            task: TaskConfig::default(),
+            input_schema,
+            output_schema,
+            wrapped,
+            invoke,
+        }
+    }
+
+    /// The tool's name.
+    ///
+    /// ```
+    /// assert_eq!(mcp_core::ToolDef::new("t", || async {}).name(), "t");
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A human-readable title.
+    ///
+    /// ```
+    /// let _ = mcp_core::ToolDef::new("t", || async {}).title("The T tool");
+    /// ```
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// The description models read.
+    ///
+    /// ```
+    /// let _ = mcp_core::ToolDef::new("t", || async {}).description("Does T");
+    /// ```
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Adds one tag (used by visibility rules and middleware).
+    ///
+    /// ```
+    /// let _ = mcp_core::ToolDef::new("t", || async {}).tag("admin");
+    /// ```
+    pub fn tag(mut self, tag: impl Into<String>) -> Self {
+        self.tags.insert(tag.into());
+        self
+    }
+
+    /// Adds several tags.
+    ///
+    /// ```
+    /// let _ = mcp_core::ToolDef::new("t", || async {}).tags(["a", "b"]);
+    /// ```
+    pub fn tags<I: IntoIterator<Item = S>, S: Into<String>>(mut self, tags: I) -> Self {
+        self.tags.extend(tags.into_iter().map(Into::into));
+        self
+    }
+
+    /// Tool annotations (hints such as `readOnlyHint`, `idempotentHint`).
+    ///
+    /// ```
+    /// use mcp_core::types::ToolAnnotations;
+    /// let _ = mcp_core::ToolDef::new("t", || async {}).annotations(ToolAnnotations::new().read_only(true));
+    /// ```
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = Some(annotations);
+        self
+    }
+
+    /// Icons clients may show.
+    ///
+    /// ```
+    /// let _ = mcp_core::ToolDef::new("t", || async {}).icons(vec![]);
+    /// ```
+    pub fn icons(mut self, icons: Vec<Icon>) -> Self {
+        self.icons = Some(icons);
+        self
+    }
+
+    /// Extra `_meta` on the listed tool.
+    ///
+    /// ```
+    /// let _ = mcp_core::ToolDef::new("t", || async {}).meta(Default::default());
+    /// ```
+    pub fn meta(mut self, meta: MetaObject) -> Self {
+        self.meta = Some(meta);
+        self
+    }
+
+    /// The tool's version. Integers convert to strings (`0` is the version `"0"`, H01); a
+    /// version containing `@` is rejected when the tool is added (H04).
+    ///
+    /// ```
+    /// let _ = mcp_core::ToolDef::new("t", || async {}).version(2);
+    /// ```
+    pub fn version(mut self, version: impl std::fmt::Display) -> Self {
+        self.version = Some(version.to_string());
+        self
+    }
+
+    /// The task declaration: `true`, a [`TaskSupport`] or a full [`TaskConfig`].
+    ///
+    /// ```
+    /// use mcp_core::types::TaskSupport;
+    /// let _ = mcp_core::ToolDef::new("t", || async {}).task(TaskSupport::Required);
+    /// ```
+    pub fn task(mut self, task: impl Into<TaskConfig>) -> Self {
+        self.task = task.into();
+        self
+    }
+
+    /// Replaces the output schema derived from the return type. It must describe an object;
+    /// results are then not wrapped.
+    ///
+    /// ```
+    /// let schema = serde_json::json!({"type": "object"}).as_object().unwrap().clone();
+    /// let _ = mcp_core::ToolDef::new("t", || async { serde_json::json!({}) }).output_schema(schema);
+    /// ```
+    pub fn output_schema(mut self, schema: JsonObject) -> Self {
+        self.output_schema = Some(schema);
+        self.wrapped = false;
+        self
+    }
+}
+
+impl std::fmt::Debug for ToolDef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolDef")
+            .field("name", &self.name)
+            .field("version", &self.version)
+            .field("task", &self.task)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A tool as stored in its server's registry.
+pub(crate) struct RegisteredTool {
+    pub(crate) name: Arc<str>,
+    pub(crate) version: Option<Version>,
+    pub(crate) tags: BTreeSet<String>,
+    pub(crate) task: TaskConfig,
+    /// The listing entry at the owning server's level (`execution` from `task`).
+    pub(crate) descriptor: ToolDescriptor,
+    pub(crate) input_schema: Arc<JsonObject>,
+    pub(crate) wrapped: bool,
+    pub(crate) invoke: Box<dyn Invoke>,
+}
+
+impl RegisteredTool {
+    pub(crate) fn new(def: ToolDef, version: Option<Version>) -> Self {
+        let ToolDef {
+            name,
+            title,
+            description,
+            tags,
+            annotations,
+            icons,
+            meta: tool_meta,
+            version: _,
+            task,
+            input_schema,
+            output_schema,
+            wrapped,
+            invoke,
+        } = def;
+        let input_schema = Arc::new(input_schema);
+        let mut tool = Tool::new_with_raw(
+            name.clone(),
+            description.map(Into::into),
+            Arc::clone(&input_schema),
+        );
+        tool.title = title;
+        tool.output_schema = output_schema.map(Arc::new);
+        tool.annotations = annotations;
+        tool.icons = icons;
+        tool.meta = tool_meta;
+        if let Some(version) = &version {
+            let fastmcp = tool
+                .meta
+                .get_or_insert_with(MetaObject::new)
+                .entry(meta::FASTMCP)
+                .or_insert_with(|| Value::Object(JsonObject::new()));
+            if let Some(fastmcp) = fastmcp.as_object_mut() {
+                fastmcp.insert(meta::VERSION.into(), Value::String(version.to_string()));
+            }
+        }
+        let descriptor = ToolDescriptor::new(tool).with_task_support(task.mode);
+        Self {
+            name: name.into(),
+            version,
+            tags,
+            task,
+            descriptor,
+            input_schema,
+            wrapped,
+            invoke,
+        }
+    }
+}
+
+/// A tool as one server sees it: its name at that server, and the server that owns it there.
+///
+/// For a tool mounted from a child, [`owner`](Self::owner) is the **directly mounted** child,
+/// even when the tool lives further down (A37): `child_gc_deep_tool` on the root is owned by
+/// `child`, which knows it as `gc_deep_tool`.
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use mcp_core::{Server, ToolDef};
+/// let child = Server::new("child");
+/// child.add_tool(ToolDef::new("multiply", || async { 72 })).unwrap();
+/// let parent = Server::new("parent");
+/// parent.mount(&child, "child").unwrap();
+///
+/// let tool = parent.get_tool("child_multiply", None).unwrap();
+/// assert_eq!(tool.owner().name(), "child");
+/// assert_eq!(tool.owner_name(), "multiply");
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct ToolInfo {
+    pub(crate) name: Arc<str>,
+    pub(crate) tool: Arc<RegisteredTool>,
+    pub(crate) owner: Server,
+    pub(crate) owner_name: Arc<str>,
+}
+
+impl ToolInfo {
+    /// The name at the server that returned this handle (namespaces included).
+    ///
+    /// ```
+    /// # let s = mcp_core::Server::new("s");
+    /// # s.add_tool(mcp_core::ToolDef::new("t", || async {})).unwrap();
+    /// assert_eq!(s.get_tool("t", None).unwrap().name(), "t");
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The version, if the tool is versioned.
+    ///
+    /// ```
+    /// # let s = mcp_core::Server::new("s");
+    /// # s.add_tool(mcp_core::ToolDef::new("t", || async {}).version("1.0")).unwrap();
+    /// assert_eq!(s.get_tool("t", None).unwrap().version().unwrap().as_str(), "1.0");
+    /// ```
+    pub fn version(&self) -> Option<&Version> {
+        self.tool.version.as_ref()
+    }
+
+    /// The tool's tags.
+    ///
+    /// ```
+    /// # let s = mcp_core::Server::new("s");
+    /// # s.add_tool(mcp_core::ToolDef::new("t", || async {}).tag("x")).unwrap();
+    /// assert!(s.get_tool("t", None).unwrap().tags().contains("x"));
+    /// ```
+    pub fn tags(&self) -> &BTreeSet<String> {
+        &self.tool.tags
+    }
+
+    /// The task declaration.
+    ///
+    /// ```
+    /// # let s = mcp_core::Server::new("s");
+    /// # s.add_tool(mcp_core::ToolDef::new("t", || async {}).task(true)).unwrap();
+    /// assert!(s.get_tool("t", None).unwrap().task_config().mode.allows_tasks());
+    /// ```
+    pub fn task_config(&self) -> &TaskConfig {
+        &self.tool.task
+    }
+
+    /// The server this handle routes to: the tool's own server for a local tool, the
+    /// directly mounted child for a mounted one (A37).
+    ///
+    /// ```
+    /// # let s = mcp_core::Server::new("s");
+    /// # s.add_tool(mcp_core::ToolDef::new("t", || async {})).unwrap();
+    /// assert_eq!(s.get_tool("t", None).unwrap().owner().name(), "s");
+    /// ```
+    pub fn owner(&self) -> &Server {
+        &self.owner
+    }
+
+    /// The tool's name at [`owner`](Self::owner).
+    ///
+    /// ```
+    /// # let s = mcp_core::Server::new("s");
+    /// # s.add_tool(mcp_core::ToolDef::new("t", || async {})).unwrap();
+    /// assert_eq!(s.get_tool("t", None).unwrap().owner_name(), "t");
+    /// ```
+    pub fn owner_name(&self) -> &str {
+        &self.owner_name
+    }
+
+    /// The tool's input schema.
+    ///
+    /// ```
+    /// # let s = mcp_core::Server::new("s");
+    /// # s.add_tool(mcp_core::ToolDef::new("t", || async {})).unwrap();
+    /// assert_eq!(s.get_tool("t", None).unwrap().input_schema()["type"], "object");
+    /// ```
+    pub fn input_schema(&self) -> &Arc<JsonObject> {
+        &self.tool.input_schema
+    }
+
+    /// The listing entry under this handle's name, `execution` included (A35, A36, C48).
+    ///
+    /// ```
+    /// # let s = mcp_core::Server::new("s");
+    /// # s.add_tool(mcp_core::ToolDef::new("t", || async {}).task(true)).unwrap();
+    /// let d = s.get_tool("t", None).unwrap().descriptor();
+    /// assert_eq!(d.task_support(), mcp_core::types::TaskSupport::Optional);
+    /// ```
+    pub fn descriptor(&self) -> ToolDescriptor {
+        let mut descriptor = self.tool.descriptor.clone();
+        if *self.name != *self.tool.name {
+            descriptor.tool.name = self.name.to_string().into();
+        }
+        descriptor
+    }
+}
+
+impl std::fmt::Debug for ToolInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolInfo")
+            .field("name", &self.name)
+            .field("version", &self.tool.version)
+            .field("owner", &self.owner.name())
+            .field("owner_name", &self.owner_name)
+            .finish()
+    }
+}

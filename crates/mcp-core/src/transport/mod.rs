@@ -1,0 +1,4 @@
+//! Serving a [`Server`](crate::Server) to MCP clients: stdio and Streamable HTTP.
+
+pub mod http;
+pub mod stdio;

@@ -1,0 +1,24 @@
+//! JSON-RPC error codes the framework answers with.
+//!
+//! ```
+//! assert_eq!(mcp_types::codes::MISSING_REQUIRED_CLIENT_CAPABILITY, -32021);
+//! ```
+
+/// Invalid JSON was received (`-32700`).
+pub const PARSE_ERROR: i32 = -32700;
+/// The JSON sent is not a valid request (`-32600`).
+pub const INVALID_REQUEST: i32 = -32600;
+/// The method does not exist or is not available (`-32601`).
+pub const METHOD_NOT_FOUND: i32 = -32601;
+/// Invalid method parameters: bad arguments, an unknown tool, an unknown task (`-32602`).
+pub const INVALID_PARAMS: i32 = -32602;
+/// Internal error (`-32603`).
+pub const INTERNAL_ERROR: i32 = -32603;
+/// A resource was not found (`-32002`); mapped to `-32602` on 2026-07-28 connections.
+pub const RESOURCE_NOT_FOUND: i32 = -32002;
+/// The `Mcp-Name` (or `Mcp-Method`) header does not match the body (`-32020`).
+pub const HEADER_MISMATCH: i32 = -32020;
+/// The request needs a client capability the client did not declare on it (`-32021`).
+pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i32 = -32021;
+/// The requested protocol version is not supported (`-32022`).
+pub const UNSUPPORTED_PROTOCOL_VERSION: i32 = -32022;
