@@ -70,9 +70,14 @@ async fn parent_tool(Args(Value { value }): Args<Value>) -> Result<i64, ToolErro
     value.checked_mul(10).ok_or_else(overflow)
 }
 
-async fn sleep_task(cx: Context, Args(Sleep { seconds }): Args<Sleep>) -> Result<String, ToolError> {
+async fn sleep_task(
+    cx: Context,
+    Args(Sleep { seconds }): Args<Sleep>,
+) -> Result<String, ToolError> {
     if !seconds.is_finite() || seconds < 0.0 {
-        return Err(ToolError::new("seconds must be a finite, non-negative number"));
+        return Err(ToolError::new(
+            "seconds must be a finite, non-negative number",
+        ));
     }
     let capped = seconds.min(60.0);
     tokio::select! {

@@ -109,7 +109,9 @@ impl ToolError {
     ) -> Result<mcp_types::CallToolResult, ErrorData> {
         use mcp_types::{CallToolResult, ContentBlock};
         match self.kind {
-            ToolErrorKind::Message(message) => Ok(CallToolResult::error(vec![ContentBlock::text(message)])),
+            ToolErrorKind::Message(message) => {
+                Ok(CallToolResult::error(vec![ContentBlock::text(message)]))
+            }
             ToolErrorKind::InvalidArguments(message) => {
                 Err(ErrorData::new(ErrorCode::INVALID_PARAMS, message, None))
             }
@@ -147,9 +149,10 @@ impl std::fmt::Debug for ToolError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.kind {
             ToolErrorKind::Message(m) => f.debug_tuple("ToolError::Message").field(m).finish(),
-            ToolErrorKind::InvalidArguments(m) => {
-                f.debug_tuple("ToolError::InvalidArguments").field(m).finish()
-            }
+            ToolErrorKind::InvalidArguments(m) => f
+                .debug_tuple("ToolError::InvalidArguments")
+                .field(m)
+                .finish(),
             ToolErrorKind::Protocol(e) => f.debug_tuple("ToolError::Protocol").field(e).finish(),
             ToolErrorKind::Internal(e) => f.debug_tuple("ToolError::Internal").field(e).finish(),
         }

@@ -67,6 +67,6 @@ pub use output::{
 };
 pub use server::{RunningServer, Server, ToolCall};
 pub use service::McpService;
+pub use tokio_util::sync::CancellationToken;
 pub use tool::{TaskConfig, ToolDef, ToolInfo};
 pub use transport::http::{HttpConfig, HttpServer};
-pub use tokio_util::sync::CancellationToken;

@@ -170,9 +170,9 @@ pub enum Message {
     /// `tools/list`.
     ListTools(ListTools),
     /// `initialize` (legacy era).
-    Initialize(Initialize),
+    Initialize(Box<Initialize>),
     /// `server/discover` (2026-07-28).
-    Discover(Discover),
+    Discover(Box<Discover>),
     /// Any other request, e.g. an extension's method.
     Custom(CustomRequest),
     /// A notification.
@@ -234,9 +234,9 @@ pub enum Reply {
     /// To `tools/list`: every visible tool, all versions.
     ListTools(Vec<ToolInfo>),
     /// To `initialize`.
-    Initialize(InitializeResult),
+    Initialize(Box<InitializeResult>),
     /// To `server/discover`.
-    Discover(DiscoverResult),
+    Discover(Box<DiscoverResult>),
     /// To a custom request.
     Custom(Value),
     /// A notification was handled.
@@ -258,11 +258,7 @@ pub trait Middleware: Send + Sync + 'static {
     }
 
     /// Every notification, inside [`on_message`](Self::on_message).
-    async fn on_notification(
-        &self,
-        message: Message,
-        next: Next<'_>,
-    ) -> Result<Reply, ErrorData> {
+    async fn on_notification(&self, message: Message, next: Next<'_>) -> Result<Reply, ErrorData> {
         next.run(message).await
     }
 
@@ -352,8 +348,13 @@ macro_rules! typed_next {
         impl<'a> Next<'a, $message> {
             /// Continues with the message.
             pub async fn run(self, message: $message) -> Result<$output, ErrorData> {
-                match dispatch(self.server, self.chain, self.stage, Message::$variant(message))
-                    .await?
+                match dispatch(
+                    self.server,
+                    self.chain,
+                    self.stage,
+                    Message::$variant(message),
+                )
+                .await?
                 {
                     Reply::$variant(reply) => Ok(reply),
                     _ => Err(wrong_reply($what)),
@@ -365,8 +366,27 @@ macro_rules! typed_next {
 
 typed_next!(CallTool, CallToolResponse, CallTool, "tools/call");
 typed_next!(ListTools, Vec<ToolInfo>, ListTools, "tools/list");
-typed_next!(Initialize, InitializeResult, Initialize, "initialize");
-typed_next!(Discover, DiscoverResult, Discover, "server/discover");
+impl<'a> Next<'a, Initialize> {
+    /// Continues with the message.
+    pub async fn run(self, message: Initialize) -> Result<InitializeResult, ErrorData> {
+        let message = Message::Initialize(Box::new(message));
+        match dispatch(self.server, self.chain, self.stage, message).await? {
+            Reply::Initialize(reply) => Ok(*reply),
+            _ => Err(wrong_reply("initialize")),
+        }
+    }
+}
+
+impl<'a> Next<'a, Discover> {
+    /// Continues with the message.
+    pub async fn run(self, message: Discover) -> Result<DiscoverResult, ErrorData> {
+        let message = Message::Discover(Box::new(message));
+        match dispatch(self.server, self.chain, self.stage, message).await? {
+            Reply::Discover(reply) => Ok(*reply),
+            _ => Err(wrong_reply("server/discover")),
+        }
+    }
+}
 
 /// Runs `message` through `chain` from `stage`, then through the server's endpoint.
 fn dispatch<'a>(
@@ -384,23 +404,35 @@ fn dispatch<'a>(
             first.on_notification(message, Next::new(server, chain, Stage::Typed))
         }
         Stage::Request => first.on_request(message, Next::new(server, chain, Stage::Typed)),
-        Stage::Typed => {
-            match message {
-                Message::CallTool(m) => {
-                    Box::pin(async move { first.on_call_tool(m, Next::new(server, chain, Stage::Done)).await.map(Reply::CallTool) })
-                }
-                Message::ListTools(m) => Box::pin(async move {
-                    first.on_list_tools(m, Next::new(server, chain, Stage::Done)).await.map(Reply::ListTools)
-                }),
-                Message::Initialize(m) => Box::pin(async move {
-                    first.on_initialize(m, Next::new(server, chain, Stage::Done)).await.map(Reply::Initialize)
-                }),
-                Message::Discover(m) => Box::pin(async move {
-                    first.on_discover(m, Next::new(server, chain, Stage::Done)).await.map(Reply::Discover)
-                }),
-                other => dispatch(server, chain, Stage::Done, other),
-            }
-        }
+        Stage::Typed => match message {
+            Message::CallTool(m) => Box::pin(async move {
+                first
+                    .on_call_tool(m, Next::new(server, chain, Stage::Done))
+                    .await
+                    .map(Reply::CallTool)
+            }),
+            Message::ListTools(m) => Box::pin(async move {
+                first
+                    .on_list_tools(m, Next::new(server, chain, Stage::Done))
+                    .await
+                    .map(Reply::ListTools)
+            }),
+            Message::Initialize(m) => Box::pin(async move {
+                let next = Next::new(server, chain, Stage::Done);
+                first
+                    .on_initialize(*m, next)
+                    .await
+                    .map(|r| Reply::Initialize(Box::new(r)))
+            }),
+            Message::Discover(m) => Box::pin(async move {
+                let next = Next::new(server, chain, Stage::Done);
+                first
+                    .on_discover(*m, next)
+                    .await
+                    .map(|r| Reply::Discover(Box::new(r)))
+            }),
+            other => dispatch(server, chain, Stage::Done, other),
+        },
         Stage::Done => dispatch(server, rest, Stage::Message, message),
     }
 }

@@ -166,7 +166,23 @@ macro_rules! wrapped_outputs {
 }
 
 wrapped_outputs!(
-    bool, char, i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize, f32, f64, String,
+    bool,
+    char,
+    i8,
+    i16,
+    i32,
+    i64,
+    i128,
+    isize,
+    u8,
+    u16,
+    u32,
+    u64,
+    u128,
+    usize,
+    f32,
+    f64,
+    String,
     &'static str,
 );
 
@@ -192,10 +208,7 @@ impl<T: Serialize + JsonSchema + Send + 'static, S: Send + 'static> IntoToolOutp
         Some(OutputSchema::of::<Vec<T>>())
     }
     fn into_output(self, _wrapped: bool) -> Result<CallToolResult, ToolError> {
-        let items = self
-            .iter()
-            .map(to_value)
-            .collect::<Result<Vec<_>, _>>()?;
+        let items = self.iter().map(to_value).collect::<Result<Vec<_>, _>>()?;
         Ok(wrapped_result(Value::Array(items)))
     }
 }

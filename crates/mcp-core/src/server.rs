@@ -404,7 +404,10 @@ impl Server {
     }
 
     fn info(&self) -> std::sync::RwLockReadGuard<'_, Info> {
-        self.inner.info.read().unwrap_or_else(PoisonError::into_inner)
+        self.inner
+            .info
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     fn info_mut(&self) -> std::sync::RwLockWriteGuard<'_, Info> {
@@ -483,18 +486,17 @@ impl Server {
                 reason: "a tool name cannot be empty",
             });
         }
-        let version = match &def.version {
-            None => None,
-            Some(raw) => {
-                Some(
-                    Version::new(raw.clone()).map_err(|source| ServerError::InvalidVersion {
+        let version =
+            match &def.version {
+                None => None,
+                Some(raw) => Some(Version::new(raw.clone()).map_err(|source| {
+                    ServerError::InvalidVersion {
                         component: "tool",
                         name: def.name.clone(),
                         source,
-                    })?,
-                )
-            }
-        };
+                    }
+                })?),
+            };
         if !crate::schema::is_object_schema(&def.input_schema) {
             return Err(ServerError::InputSchemaNotObject { name: def.name });
         }
@@ -841,33 +843,43 @@ impl Server {
     /// Resolves `name` at this server: local tools first, then each mount in order; the
     /// highest version wins, ties go to the earliest provider (A18, H16).
     pub(crate) fn resolve(&self, name: &str, spec: Option<&VersionSpec>) -> Option<Resolved> {
+        self.resolve_within(name, spec, &|_| true)
+    }
+
+    /// [`resolve`](Self::resolve), skipping tools an enclosing server hides (`visible`), so a
+    /// parent that hides a child's highest version falls back to the next one (H13).
+    fn resolve_within(
+        &self,
+        name: &str,
+        spec: Option<&VersionSpec>,
+        visible: &dyn Fn(&RegisteredTool) -> bool,
+    ) -> Option<Resolved> {
         let visibility = self.inner.visibility.load();
-        let accepts = |tool: &RegisteredTool| spec.is_none_or(|s| s.matches(tool.version.as_ref()));
+        let accepts = |tool: &RegisteredTool| {
+            spec.is_none_or(|s| s.matches(tool.version.as_ref()))
+                && visibility.allows(name, &tool.tags)
+                && visible(tool)
+        };
         let mut best = self
             .inner
             .tools
             .load()
             .by_name
             .get(name)
-            .and_then(|versions| {
-                versions
-                    .iter()
-                    .find(|t| accepts(t) && visibility.allows(name, &t.tags))
-            })
+            .and_then(|versions| versions.iter().find(|t| accepts(t)))
             .map(|tool| Resolved {
                 tool: Arc::clone(tool),
                 route: Route::Local,
             });
+        let visible_here =
+            |tool: &RegisteredTool| visibility.allows(name, &tool.tags) && visible(tool);
         for mount in self.inner.mounts.load().iter() {
             let Some(child_name) = mount.child_name(name) else {
                 continue;
             };
-            let Some(found) = mount.child.resolve(child_name, spec) else {
+            let Some(found) = mount.child.resolve_within(child_name, spec, &visible_here) else {
                 continue;
             };
-            if !visibility.allows(name, &found.tool.tags) {
-                continue;
-            }
             if best
                 .as_ref()
                 .is_none_or(|b| found.tool.version > b.tool.version)
@@ -1039,7 +1051,10 @@ impl Server {
 
     /// Resolves the tool and runs it here, or delegates to the mounted child that has it
     /// with the exact version resolved (A38).
-    pub(crate) async fn call_resolved(&self, call: CallTool) -> Result<CallToolResponse, ErrorData> {
+    pub(crate) async fn call_resolved(
+        &self,
+        call: CallTool,
+    ) -> Result<CallToolResponse, ErrorData> {
         let CallTool {
             name,
             arguments,
@@ -1249,10 +1264,10 @@ impl Server {
                     .map(Reply::ListTools)
             }),
             Message::Initialize(init) => Box::pin(std::future::ready(Ok(Reply::Initialize(
-                init.result,
+                Box::new(init.result),
             )))),
             Message::Discover(discover) => Box::pin(std::future::ready(Ok(Reply::Discover(
-                discover.result,
+                Box::new(discover.result),
             )))),
             Message::Custom(request) => Box::pin(async move {
                 let extension = self.inner.methods.load().get(&request.method).cloned();
@@ -1288,7 +1303,8 @@ impl Server {
         }
         let mut implementation = Implementation::new(
             self.name(),
-            info.version.unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned()),
+            info.version
+                .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned()),
         );
         if let Some(title) = info.title {
             implementation = implementation.with_title(title);

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use mcp_types::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CancelledNotificationParam,
-    CustomNotification, CustomRequest, CustomResult, DiscoverResult, ErrorData,
-    GetTaskParams, GetTaskResult, InitializeRequestParams, InitializeResult, ListToolsResult,
+    CustomNotification, CustomRequest, CustomResult, DiscoverResult, ErrorData, GetTaskParams,
+    GetTaskResult, InitializeRequestParams, InitializeResult, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ServerConfig, Tool, UpdateTaskParams, meta,
 };
 use rmcp::{
@@ -199,13 +199,13 @@ impl ServerHandler for McpService {
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
         let result = self.negotiate_initialize(&request)?;
-        let message = Message::Initialize(Initialize {
+        let message = Message::Initialize(Box::new(Initialize {
             params: request,
             result,
             cx: self.context(context),
-        });
+        }));
         match self.root.dispatch(message).await? {
-            Reply::Initialize(result) => Ok(result),
+            Reply::Initialize(result) => Ok(*result),
             _ => Err(wrong_reply("initialize")),
         }
     }
@@ -218,12 +218,12 @@ impl ServerHandler for McpService {
             self.supported_protocol_versions().into_owned(),
             self.get_info(),
         );
-        let message = Message::Discover(Discover {
+        let message = Message::Discover(Box::new(Discover {
             result,
             cx: self.context(context),
-        });
+        }));
         match self.root.dispatch(message).await? {
-            Reply::Discover(result) => Ok(result),
+            Reply::Discover(result) => Ok(*result),
             _ => Err(wrong_reply("server/discover")),
         }
     }
@@ -266,7 +266,9 @@ impl ServerHandler for McpService {
         if let Some(error) = malformed_known_method(&method, params.clone()) {
             return Err(error);
         }
-        self.custom(&method, params, context).await.map(CustomResult)
+        self.custom(&method, params, context)
+            .await
+            .map(CustomResult)
     }
 
     async fn get_task(

@@ -1,7 +1,13 @@
-//! What downstream test suites need: helpers for testing servers built on mcp-core, so each
-//! suite checks real behaviour instead of re-inventing the plumbing. Today that is
-//! [`schema`], which validates what a server actually puts on the wire against the official
-//! MCP 2026-07-28 and Tasks-extension JSON schemas from the shared folder beside the
-//! repository; in-memory client/server pairs and task drivers are to follow.
+//! What downstream test suites need to test servers built on `mcp-core` on the real stack:
+//!
+//! * [`client`]: rmcp clients in either protocol era, and a client/server pair over an
+//!   in-memory duplex that drives the real wire without ports;
+//! * [`wire`]: a stdio tee and a recording HTTP proxy that keep the raw JSON a server sends;
+//! * [`schema`]: validation of that JSON against the official MCP 2026-07-28 and Tasks
+//!   extension schemas (from `../shared/spec`, or `MCP_SPEC_DIR`).
+//!
+//! This crate is for tests only; nothing else in the workspace needs it at run time.
 
+pub mod client;
 pub mod schema;
+pub mod wire;

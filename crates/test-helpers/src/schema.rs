@@ -338,8 +338,9 @@ fn validator(spec: Spec, definition: &str) -> Result<Arc<Validator>, SchemaError
         "$ref".to_owned(),
         Value::from(format!("#/$defs/{}", escape_pointer_token(definition))),
     );
-    // Compiling outside the lock would let two threads build the same validator; holding
-    // it is simpler and compiling one definition takes milliseconds.
+    // The lock is not held while compiling, so tests validating different definitions do
+    // not wait for each other. Two threads may compile the same definition at once; the
+    // first to insert wins and both get that one.
     let compiled = jsonschema::options()
         .with_draft(Draft::Draft202012)
         .build(&Value::Object(schema))
@@ -347,12 +348,8 @@ fn validator(spec: Spec, definition: &str) -> Result<Arc<Validator>, SchemaError
             path: spec_dir().join(spec.file_name()),
             message: format!("compiling `#/$defs/{definition}`: {error}"),
         })?;
-    let compiled = Arc::new(compiled);
-    cache
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(key, Arc::clone(&compiled));
-    Ok(compiled)
+    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+    Ok(Arc::clone(cache.entry(key).or_insert(Arc::new(compiled))))
 }
 
 /// Escapes a `$defs` key for use in a JSON pointer (RFC 6901).

@@ -123,7 +123,9 @@ impl Server {
             Arc::new(LocalSessionManager::default()),
             config.rmcp_config(shutdown),
         );
-        Router::new().route_service(&config.path, http)
+        Router::new()
+            .route_service(&config.path, http)
+            .layer(axum::middleware::from_fn(json_rpc_parse_errors))
     }
 
     /// Starts the server and serves it over Streamable HTTP on `addr` until Ctrl-C.
@@ -141,6 +143,82 @@ impl Server {
             })
             .await
     }
+}
+
+/// The largest request body buffered, as rmcp's default: 4 MiB.
+const MAX_BODY: usize = 4 * 1024 * 1024;
+
+/// rmcp answers a POST body it cannot deserialize with a plain-text `415`. JSON-RPC clients
+/// expect an error object: `-32700` for text that is not JSON, `-32600` for JSON that is not a
+/// JSON-RPC message. This layer keeps the body (a cheap reference-counted copy) and rewrites
+/// exactly that answer; well-formed requests pass untouched.
+async fn json_rpc_parse_errors(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    if request.method() != http::Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, MAX_BODY).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            return json_rpc_error(
+                http::StatusCode::PAYLOAD_TOO_LARGE,
+                serde_json::Value::Null,
+                mcp_types::codes::INVALID_REQUEST,
+                format!("Invalid Request: the body exceeds {MAX_BODY} bytes"),
+            )
+            .into_response();
+        }
+    };
+    let response = next
+        .run(axum::extract::Request::from_parts(
+            parts,
+            bytes.clone().into(),
+        ))
+        .await;
+    if response.status() != http::StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return response;
+    }
+    let (id, code, message) = match serde_json::from_slice::<serde_json::Value>(&bytes) {
+        Err(error) => (
+            serde_json::Value::Null,
+            mcp_types::codes::PARSE_ERROR,
+            format!("Parse error: {error}"),
+        ),
+        Ok(value) => match serde_json::from_value::<mcp_types::ClientJsonRpcMessage>(value.clone())
+        {
+            // A well-formed message refused for its media type: keep rmcp's answer.
+            Ok(_) => return response,
+            Err(error) => (
+                value
+                    .get("id")
+                    .filter(|id| id.is_string() || id.is_number())
+                    .cloned()
+                    .unwrap_or(serde_json::Value::Null),
+                mcp_types::codes::INVALID_REQUEST,
+                format!("Invalid Request: {error}"),
+            ),
+        },
+    };
+    json_rpc_error(http::StatusCode::BAD_REQUEST, id, code, message).into_response()
+}
+
+fn json_rpc_error(
+    status: http::StatusCode,
+    id: serde_json::Value,
+    code: i32,
+    message: String,
+) -> (http::StatusCode, axum::Json<serde_json::Value>) {
+    let mut body =
+        serde_json::json!({"jsonrpc": "2.0", "error": {"code": code, "message": message}});
+    // The MCP schema allows only a string or integer id: leave it out when unknown.
+    if !id.is_null() {
+        body["id"] = id;
+    }
+    (status, axum::Json(body))
 }
 
 /// A server bound to a TCP address, ready to serve Streamable HTTP.

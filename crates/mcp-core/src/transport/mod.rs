@@ -1,4 +1,5 @@
 //! Serving a [`Server`](crate::Server) to MCP clients: stdio and Streamable HTTP.
 
 pub mod http;
+mod lines;
 pub mod stdio;

@@ -35,7 +35,10 @@ impl Server {
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
         let running = self.start().await?;
-        let outcome = match McpService::new(self).serve((read, write)).await {
+        let outcome = match McpService::new(self)
+            .serve(super::lines::LineTransport::new(read, write))
+            .await
+        {
             Ok(service) => service
                 .waiting()
                 .await

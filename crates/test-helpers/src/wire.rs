@@ -1,0 +1,300 @@
+//! Recording what a server really puts on the wire, to validate it against the official
+//! schemas: a stdio tee ([`spawn_stdio`]) and a recording HTTP proxy ([`record_http`]).
+//!
+//! rmcp's client parses into typed structs that drop unknown fields, so validating what the
+//! client hands back would miss wire defects. These helpers keep the raw JSON instead.
+
+use std::{
+    process::Stdio,
+    sync::{Arc, Mutex, PoisonError},
+};
+
+use axum::{body::Body, extract::Request, response::Response};
+use serde_json::Value;
+use tokio::{
+    io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream},
+    net::TcpListener,
+    process::{Child, ChildStdin, Command},
+    task::JoinHandle,
+};
+
+use crate::schema::{Spec, assert_valid, assert_valid_call_tool_result};
+
+/// Every JSON-RPC message a server sent, in arrival order. Cheap to clone (shared).
+///
+/// ```
+/// let log = test_helpers::wire::WireLog::default();
+/// assert!(log.messages().is_empty());
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct WireLog(Arc<Mutex<Vec<Value>>>);
+
+impl WireLog {
+    fn push(&self, message: Value) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(message);
+    }
+
+    /// A snapshot of the messages so far.
+    ///
+    /// ```
+    /// assert_eq!(test_helpers::wire::WireLog::default().messages().len(), 0);
+    /// ```
+    pub fn messages(&self) -> Vec<Value> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Validates every recorded message against the official 2026-07-28 schema (and the
+    /// Tasks extension schema for task messages) and returns what it checked. `legacy` is for
+    /// 2025-11-25 connections, whose results carry no `resultType`.
+    ///
+    /// Panics, with a readable report, on the first invalid message.
+    ///
+    /// ```
+    /// let counts = test_helpers::wire::WireLog::default().assert_valid(false);
+    /// assert_eq!(counts.tools, 0);
+    /// ```
+    pub fn assert_valid(&self, legacy: bool) -> WireCounts {
+        let mut counts = WireCounts::default();
+        for message in self.messages() {
+            if let Some(error) = message.get("error") {
+                assert_valid(Spec::Mcp, "JSONRPCErrorResponse", &message);
+                let _ = error;
+                counts.errors += 1;
+                continue;
+            }
+            let Some(result) = message.get("result") else {
+                counts.other += 1;
+                continue;
+            };
+            if let Some(tools) = result.get("tools").and_then(Value::as_array) {
+                for tool in tools {
+                    assert_valid(Spec::Mcp, "Tool", tool);
+                    counts.tools += 1;
+                }
+                if !legacy {
+                    assert_valid(Spec::Mcp, "ListToolsResult", result);
+                }
+            } else if result.get("resultType").and_then(Value::as_str) == Some("task") {
+                assert_valid(Spec::Tasks, "CreateTaskResult", result);
+                counts.tasks += 1;
+            } else if result.get("content").is_some() {
+                assert_valid_call_tool_result(result, legacy);
+                counts.call_results += 1;
+            } else {
+                counts.other += 1;
+            }
+        }
+        counts
+    }
+}
+
+/// What [`WireLog::assert_valid`] checked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WireCounts {
+    /// `Tool` entries of `tools/list` results.
+    pub tools: usize,
+    /// `CallToolResult`s.
+    pub call_results: usize,
+    /// `CreateTaskResult`s.
+    pub tasks: usize,
+    /// JSON-RPC error responses.
+    pub errors: usize,
+    /// Anything else (discover, initialize, notifications...).
+    pub other: usize,
+}
+
+/// A child process speaking MCP over stdio, with its stdout teed into a [`WireLog`].
+pub struct StdioChild {
+    /// The process (killed when dropped).
+    pub child: Child,
+    /// What it wrote to stdout.
+    pub log: WireLog,
+    /// The client's end: read the server's messages here, write to `stdin`.
+    pub transport: (DuplexStream, ChildStdin),
+}
+
+/// Spawns `command` with piped stdin and stdout (stderr inherited) and tees its stdout.
+/// Give `transport` to an rmcp client: `client.serve(child.transport)`.
+///
+/// ```no_run
+/// # async fn run() -> std::io::Result<()> {
+/// let mut command = tokio::process::Command::new("target/debug/examples/demo");
+/// let child = test_helpers::wire::spawn_stdio(&mut command)?;
+/// # Ok(()) }
+/// ```
+pub fn spawn_stdio(command: &mut Command) -> std::io::Result<StdioChild> {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| std::io::Error::other("the child has no stdin"))?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| std::io::Error::other("the child has no stdout"))?;
+    let log = WireLog::default();
+    let (client_end, mut tee) = tokio::io::duplex(1 << 20);
+    let recorder = log.clone();
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stdout);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            match lines.read_line(&mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let message = serde_json::from_str(line.trim_end())
+                .unwrap_or_else(|_| Value::String(format!("<not JSON> {line}")));
+            recorder.push(message);
+            if tee.write_all(line.as_bytes()).await.is_err() {
+                break;
+            }
+        }
+    });
+    Ok(StdioChild {
+        child,
+        log,
+        transport: (client_end, stdin),
+    })
+}
+
+/// A recording reverse proxy in front of a Streamable HTTP endpoint.
+pub struct HttpRecorder {
+    /// The proxy's URL: point the client here.
+    pub url: String,
+    /// Every JSON-RPC message the upstream answered with.
+    pub log: WireLog,
+    task: JoinHandle<()>,
+}
+
+impl Drop for HttpRecorder {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Starts a proxy on a free loopback port that forwards everything to `upstream` (a full
+/// URL such as `http://127.0.0.1:8000/mcp`) and records the JSON-RPC messages in every
+/// response: plain JSON bodies and the `data:` lines of SSE bodies answering a POST.
+///
+/// ```no_run
+/// # async fn run() -> std::io::Result<()> {
+/// let recorder = test_helpers::wire::record_http("http://127.0.0.1:8000/mcp").await?;
+/// // connect the client to recorder.url ...
+/// recorder.log.assert_valid(false);
+/// # Ok(()) }
+/// ```
+pub async fn record_http(upstream: &str) -> std::io::Result<HttpRecorder> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let upstream: Arc<str> = upstream.into();
+    let path = reqwest::Url::parse(&upstream)
+        .map(|u| u.path().to_owned())
+        .map_err(std::io::Error::other)?;
+    let log = WireLog::default();
+    let client = reqwest::Client::new();
+    let recorder = log.clone();
+    let app = axum::Router::new().fallback(move |request: Request| {
+        let (client, upstream, recorder) = (client.clone(), upstream.clone(), recorder.clone());
+        async move { forward(client, &upstream, recorder, request).await }
+    });
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(HttpRecorder {
+        url: format!("http://{addr}{path}"),
+        log,
+        task,
+    })
+}
+
+async fn forward(
+    client: reqwest::Client,
+    upstream: &str,
+    log: WireLog,
+    request: Request,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    let is_post = parts.method == http::Method::POST;
+    let Ok(body) = axum::body::to_bytes(body, usize::MAX).await else {
+        return status(http::StatusCode::BAD_REQUEST);
+    };
+    let mut outgoing = client.request(parts.method, upstream).body(body);
+    for (name, value) in &parts.headers {
+        if name != http::header::HOST && name != http::header::CONTENT_LENGTH {
+            outgoing = outgoing.header(name, value);
+        }
+    }
+    let Ok(response) = outgoing.send().await else {
+        return status(http::StatusCode::BAD_GATEWAY);
+    };
+    let mut builder = Response::builder().status(response.status());
+    for (name, value) in response.headers() {
+        // Hop-by-hop framing is the proxy's own business.
+        if name != http::header::TRANSFER_ENCODING
+            && name != http::header::CONTENT_LENGTH
+            && name != http::header::CONNECTION
+        {
+            builder = builder.header(name, value);
+        }
+    }
+    let content_type = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let recorded = content_type.starts_with("application/json")
+        || (is_post && content_type.starts_with("text/event-stream"));
+    if !recorded {
+        // A GET event stream stays open: pass it through as it flows.
+        return builder
+            .body(Body::from_stream(response.bytes_stream()))
+            .unwrap_or_else(|_| status(http::StatusCode::BAD_GATEWAY));
+    }
+    let Ok(bytes) = response.bytes().await else {
+        return status(http::StatusCode::BAD_GATEWAY);
+    };
+    record_body(&log, &content_type, &bytes);
+    builder
+        .body(Body::from(bytes))
+        .unwrap_or_else(|_| status(http::StatusCode::BAD_GATEWAY))
+}
+
+fn record_body(log: &WireLog, content_type: &str, bytes: &[u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    if content_type.starts_with("application/json") {
+        match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Array(batch)) => batch.into_iter().for_each(|m| log.push(m)),
+            Ok(message) => log.push(message),
+            Err(_) if text.trim().is_empty() => {}
+            Err(_) => log.push(Value::String(format!("<not JSON> {text}"))),
+        }
+        return;
+    }
+    for line in text.lines() {
+        if let Some(data) = line.strip_prefix("data:") {
+            let data = data.trim();
+            if let Ok(message) = serde_json::from_str::<Value>(data) {
+                log.push(message);
+            }
+        }
+    }
+}
+
+fn status(code: http::StatusCode) -> Response {
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = code;
+    response
+}
