@@ -10,16 +10,13 @@ use std::{
 use mcpkit::{
     Args, BoxError, CallTool, Context, CurrentServer, ListTools, Middleware, MountOptions, Next,
     Server, ServerError, State, TaskConfig, ToolCall, ToolDef, ToolInfo,
-    types::{
-        CallToolResponse, CallToolResult, ErrorData, Icon, MetaObject, TaskSupport, ToolAnnotations,
-    },
+    types::{CallToolResponse, ErrorData, Icon, MetaObject, TaskSupport, ToolAnnotations},
     version::{Version, VersionSpec},
 };
 use serde_json::{Value, json};
+use test_helpers::reply::{assert_unknown_tool, complete, result_of, text_of};
 
 // ------------------------------------------------------------------------------ helpers
-
-type Reply = Result<CallToolResponse, ErrorData>;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Pair {
@@ -34,69 +31,6 @@ struct X {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// The completed result of a call, or a panic saying what went wrong.
-fn complete(reply: Reply, what: &str) -> CallToolResult {
-    match reply {
-        Ok(CallToolResponse::Complete(result)) => result,
-        Ok(other) => panic!("{what}: expected a complete result, got {other:?}"),
-        Err(error) => panic!(
-            "{what}: expected success, got JSON-RPC error {} ({})",
-            error.message, error.code.0
-        ),
-    }
-}
-
-/// `structuredContent["result"]` of a successful call.
-fn result_of(reply: Reply, what: &str) -> Value {
-    let result = complete(reply, what);
-    assert_ne!(
-        result.is_error,
-        Some(true),
-        "{what}: the tool reported an error: {:?}",
-        result.content
-    );
-    result
-        .structured_content
-        .as_ref()
-        .and_then(|s| s.get("result"))
-        .cloned()
-        .unwrap_or_else(|| {
-            panic!(
-                "{what}: no structuredContent.result in {:?}",
-                result.structured_content
-            )
-        })
-}
-
-/// The text content of a result, joined.
-fn text_of(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("")
-}
-
-/// Asserts the call failed with `-32602 Unknown tool: '<name>'`.
-fn assert_unknown_tool(reply: Reply, name: &str) {
-    match reply {
-        Err(error) => {
-            assert_eq!(
-                error.code.0, -32602,
-                "calling {name:?}: wrong error code ({})",
-                error.message
-            );
-            assert_eq!(
-                error.message,
-                format!("Unknown tool: '{name}'"),
-                "calling {name:?}: wrong error message"
-            );
-        }
-        Ok(reply) => panic!("calling {name:?} should fail with Unknown tool, got {reply:?}"),
-    }
 }
 
 fn add(server: &Server, def: ToolDef) {

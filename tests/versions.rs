@@ -8,14 +8,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use mcpkit::{
     Args, CallTool, CurrentServer, Middleware, MountOptions, Next, Server, ServerError, ToolCall,
     ToolDef, ToolInfo,
-    types::{CallToolResponse, CallToolResult, ErrorData},
+    types::{CallToolResponse, ErrorData},
     version::{Version, VersionSpec},
 };
 use serde_json::{Value, json};
+use test_helpers::reply::{assert_unknown_tool, complete, result_of, text_of};
 
 // ------------------------------------------------------------------------------ helpers
-
-type Reply = Result<CallToolResponse, ErrorData>;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Pair {
@@ -30,67 +29,6 @@ struct X {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-fn complete(reply: Reply, what: &str) -> CallToolResult {
-    match reply {
-        Ok(CallToolResponse::Complete(result)) => result,
-        Ok(other) => panic!("{what}: expected a complete result, got {other:?}"),
-        Err(error) => panic!(
-            "{what}: expected success, got JSON-RPC error {} ({})",
-            error.message, error.code.0
-        ),
-    }
-}
-
-/// `structuredContent["result"]` of a successful call.
-fn result_of(reply: Reply, what: &str) -> Value {
-    let result = complete(reply, what);
-    assert_ne!(
-        result.is_error,
-        Some(true),
-        "{what}: the tool reported an error: {:?}",
-        result.content
-    );
-    result
-        .structured_content
-        .as_ref()
-        .and_then(|s| s.get("result"))
-        .cloned()
-        .unwrap_or_else(|| {
-            panic!(
-                "{what}: no structuredContent.result in {:?}",
-                result.structured_content
-            )
-        })
-}
-
-/// The text content of a successful call, joined.
-fn text_of(reply: Reply, what: &str) -> String {
-    complete(reply, what)
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("")
-}
-
-fn assert_unknown_tool(reply: Reply, name: &str) {
-    match reply {
-        Err(error) => {
-            assert_eq!(
-                error.code.0, -32602,
-                "calling {name:?}: wrong error code ({})",
-                error.message
-            );
-            assert_eq!(
-                error.message,
-                format!("Unknown tool: '{name}'"),
-                "calling {name:?}: wrong error message"
-            );
-        }
-        Ok(reply) => panic!("calling {name:?} should fail with Unknown tool, got {reply:?}"),
-    }
 }
 
 fn add(server: &Server, def: ToolDef) {
@@ -771,7 +709,7 @@ async fn h14_exact_resolved_version_reaches_the_child() {
         let label = format!("{call:?}");
         let reply = parent.call(call).await;
         assert_eq!(
-            text_of(reply, &label),
+            text_of(&complete(reply, &label)),
             expected_result,
             "{label}: wrong version ran"
         );

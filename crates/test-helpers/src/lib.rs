@@ -2,6 +2,7 @@
 //!
 //! * [`client`]: rmcp clients in either protocol era, and a client/server pair over an
 //!   in-memory duplex that drives the real wire without ports;
+//! * [`reply`]: unwrapping `tools/call` replies with failure messages that say what went wrong;
 //! * [`wire`]: a stdio tee and a recording HTTP proxy that keep the raw JSON a server sends;
 //! * [`schema`]: validation of that JSON against the official MCP 2026-07-28 and Tasks
 //!   extension schemas (from `../shared/spec`, or `MCP_SPEC_DIR`).
@@ -9,5 +10,6 @@
 //! This crate is for tests only; nothing else in the workspace needs it at run time.
 
 pub mod client;
+pub mod reply;
 pub mod schema;
 pub mod wire;
