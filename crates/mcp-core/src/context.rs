@@ -1,12 +1,12 @@
 //! [`Context`]: what a tool, middleware or extension knows about the request it serves.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
-use mcp_types::{JsonObject, ProtocolVersion, RequestId, meta};
+use mcp_types::{InputResponses, JsonObject, ProtocolVersion, RequestId, meta};
 use rmcp::{RoleServer, model::Extensions, service::Peer};
 use tokio_util::sync::CancellationToken;
 
-use crate::Server;
+use crate::{Server, auth::Principal};
 
 /// The protocol era of a request.
 ///
@@ -61,6 +61,24 @@ pub struct RequestScope {
     request_id: Option<RequestId>,
     peer: Option<Peer<RoleServer>>,
     extensions: Extensions,
+    root: Option<Server>,
+    principal: Option<Principal>,
+    task_id: Option<String>,
+    input_responses: Option<InputResponses>,
+    request_state: Option<String>,
+    after_response: AfterResponse,
+}
+
+/// Callbacks run once the answer to the request has left the root server's chain.
+#[derive(Clone, Default)]
+struct AfterResponse(Arc<Mutex<Vec<AfterResponseCallback>>>);
+
+type AfterResponseCallback = Box<dyn FnOnce(bool) + Send>;
+
+impl std::fmt::Debug for AfterResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AfterResponse")
+    }
 }
 
 impl RequestScope {
@@ -91,6 +109,149 @@ impl RequestScope {
             request_id: Some(id),
             peer: Some(peer),
             extensions,
+            ..Self::default()
+        }
+    }
+
+    /// The server the request entered (the root of the tree that serves it).
+    ///
+    /// ```
+    /// let s = mcp_core::Server::new("root");
+    /// let scope = mcp_core::RequestScope::new().with_root(s.clone());
+    /// assert!(scope.root().unwrap().ptr_eq(&s));
+    /// ```
+    pub fn with_root(mut self, root: Server) -> Self {
+        self.root = Some(root);
+        self
+    }
+
+    /// The server the request entered; set by [`Context::new`] when not given.
+    ///
+    /// ```
+    /// assert!(mcp_core::RequestScope::new().root().is_none());
+    /// ```
+    pub fn root(&self) -> Option<&Server> {
+        self.root.as_ref()
+    }
+
+    /// Sets the authenticated caller.
+    ///
+    /// ```
+    /// use mcp_core::{RequestScope, auth::Principal};
+    /// let scope = RequestScope::new().with_principal(Principal::new("app"));
+    /// assert_eq!(scope.principal().unwrap().client_id, "app");
+    /// ```
+    pub fn with_principal(mut self, principal: Principal) -> Self {
+        self.principal = Some(principal);
+        self
+    }
+
+    /// The authenticated caller: set with [`with_principal`](Self::with_principal), or a
+    /// [`Principal`] an auth layer put into the request's (or its HTTP parts') extensions.
+    /// `None` is an anonymous caller.
+    ///
+    /// ```
+    /// assert!(mcp_core::RequestScope::new().principal().is_none());
+    /// ```
+    pub fn principal(&self) -> Option<&Principal> {
+        self.principal
+            .as_ref()
+            .or_else(|| self.extensions.get::<Principal>())
+            .or_else(|| {
+                self.extensions
+                    .get::<http::request::Parts>()
+                    .and_then(|parts| parts.extensions.get::<Principal>())
+            })
+    }
+
+    /// Marks the request as a run of background task `id`.
+    ///
+    /// ```
+    /// assert_eq!(mcp_core::RequestScope::new().with_task_id("t1").task_id(), Some("t1"));
+    /// ```
+    pub fn with_task_id(mut self, id: impl Into<String>) -> Self {
+        self.task_id = Some(id.into());
+        self
+    }
+
+    /// The background task this run belongs to, if any (E14).
+    ///
+    /// ```
+    /// assert!(mcp_core::RequestScope::new().task_id().is_none());
+    /// ```
+    pub fn task_id(&self) -> Option<&str> {
+        self.task_id.as_deref()
+    }
+
+    /// The client's answers to the previous round's input requests, by the tool's own keys,
+    /// with the state the tool returned with them.
+    ///
+    /// ```
+    /// let scope = mcp_core::RequestScope::new().with_input(Default::default(), Some("s".into()));
+    /// assert_eq!(scope.request_state(), Some("s"));
+    /// ```
+    pub fn with_input(mut self, responses: InputResponses, request_state: Option<String>) -> Self {
+        self.input_responses = Some(responses);
+        self.request_state = request_state;
+        self
+    }
+
+    /// The answers to the previous round's input requests; `None` on a first run.
+    ///
+    /// ```
+    /// assert!(mcp_core::RequestScope::new().input_responses().is_none());
+    /// ```
+    pub fn input_responses(&self) -> Option<&InputResponses> {
+        self.input_responses.as_ref()
+    }
+
+    /// The state the tool returned with its last input request.
+    ///
+    /// ```
+    /// assert!(mcp_core::RequestScope::new().request_state().is_none());
+    /// ```
+    pub fn request_state(&self) -> Option<&str> {
+        self.request_state.as_deref()
+    }
+
+    /// Runs `callback` once the answer has come back out of the root server's middleware,
+    /// with `true` when it was a success. The tasks extension uses it to let a task's work
+    /// start only after its submission has been answered (D32).
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::sync::{Arc, atomic::{AtomicBool, Ordering}};
+    /// use mcp_core::{Context, Server, ToolDef};
+    /// let ran = Arc::new(AtomicBool::new(false));
+    /// let flag = ran.clone();
+    /// let s = Server::new("s");
+    /// s.add_tool(ToolDef::new("t", move |cx: Context| {
+    ///     let flag = flag.clone();
+    ///     async move { cx.scope().after_response(move |ok| flag.store(ok, Ordering::SeqCst)); }
+    /// })).unwrap();
+    /// s.call_tool("t", serde_json::Value::Null).await.unwrap();
+    /// assert!(ran.load(Ordering::SeqCst));
+    /// # });
+    /// ```
+    pub fn after_response(&self, callback: impl FnOnce(bool) + Send + 'static) {
+        self.after_response
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Box::new(callback));
+    }
+
+    /// Runs the [`after_response`](Self::after_response) callbacks (each once).
+    pub(crate) fn finish(&self, delivered: bool) {
+        let callbacks = std::mem::take(
+            &mut *self
+                .after_response
+                .0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        for callback in callbacks {
+            callback(delivered);
         }
     }
 
@@ -279,11 +440,69 @@ impl Context {
     /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), mcp_core::RequestScope::new());
     /// assert_eq!(cx.server().name(), "s");
     /// ```
-    pub fn new(server: Server, scope: RequestScope) -> Self {
+    pub fn new(server: Server, mut scope: RequestScope) -> Self {
+        if scope.root.is_none() {
+            scope.root = Some(server.clone());
+        }
         Self {
             server,
             scope: Arc::new(scope),
         }
+    }
+
+    /// The server the request entered (the root); [`server`](Self::server) is the one
+    /// running now.
+    ///
+    /// ```
+    /// let cx = mcp_core::Context::new(mcp_core::Server::new("root"), Default::default());
+    /// assert_eq!(cx.root().name(), "root");
+    /// ```
+    pub fn root(&self) -> &Server {
+        self.scope.root.as_ref().unwrap_or(&self.server)
+    }
+
+    /// The background task this run belongs to, if any.
+    ///
+    /// ```
+    /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), Default::default());
+    /// assert!(cx.task_id().is_none());
+    /// ```
+    pub fn task_id(&self) -> Option<&str> {
+        self.scope.task_id()
+    }
+
+    /// Whether this run is a background task (E14).
+    ///
+    /// ```
+    /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), Default::default());
+    /// assert!(!cx.is_background_task());
+    /// ```
+    pub fn is_background_task(&self) -> bool {
+        self.scope.task_id.is_some()
+    }
+
+    /// The answers to the previous input round, by the tool's own keys (C27).
+    ///
+    /// ```
+    /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), Default::default());
+    /// assert!(cx.input_responses().is_none());
+    /// ```
+    pub fn input_responses(&self) -> Option<&InputResponses> {
+        self.scope.input_responses()
+    }
+
+    /// The state returned with the previous input round (C28).
+    ///
+    /// ```
+    /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), Default::default());
+    /// assert!(cx.request_state().is_none());
+    /// ```
+    pub fn request_state(&self) -> Option<&str> {
+        self.scope.request_state()
+    }
+
+    pub(crate) fn scope_arc(&self) -> Arc<RequestScope> {
+        Arc::clone(&self.scope)
     }
 
     /// The same request, seen from `server` (a mounted child).

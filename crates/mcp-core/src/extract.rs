@@ -122,6 +122,13 @@ pub trait FromCall<M>: Sized + Send + 'static {
     fn input_schema() -> Option<JsonObject> {
         None
     }
+
+    /// Checks what [`from_call`](Self::from_call) would check, without a context.
+    #[doc(hidden)]
+    fn validate(parts: &mut CallParts) -> Result<(), ToolError> {
+        let _ = parts;
+        Ok(())
+    }
 }
 
 #[doc(hidden)]
@@ -151,7 +158,21 @@ impl<T: FromContext> FromCall<ViaContext> for T {
 pub struct Args<T>(pub T);
 
 impl<T: DeserializeOwned + JsonSchema + Send + 'static> FromCall<ViaArguments> for Args<T> {
+    fn validate(parts: &mut CallParts) -> Result<(), ToolError> {
+        Self::from_call_parts(parts).map(drop)
+    }
+
     fn from_call(_cx: &Context, parts: &mut CallParts) -> Result<Self, ToolError> {
+        Self::from_call_parts(parts)
+    }
+
+    fn input_schema() -> Option<JsonObject> {
+        Some(schema::schema_of::<T>())
+    }
+}
+
+impl<T: DeserializeOwned + JsonSchema + Send + 'static> Args<T> {
+    fn from_call_parts(parts: &mut CallParts) -> Result<Self, ToolError> {
         let mut arguments = std::mem::take(&mut parts.arguments);
         if !parts.strict {
             coerce::coerce_arguments(&parts.input_schema, &mut arguments);
@@ -172,9 +193,5 @@ impl<T: DeserializeOwned + JsonSchema + Send + 'static> FromCall<ViaArguments> f
                 };
                 ToolError::invalid_arguments(message)
             })
-    }
-
-    fn input_schema() -> Option<JsonObject> {
-        Some(schema::schema_of::<T>())
     }
 }

@@ -8,7 +8,7 @@
 
 use std::{future::Future, marker::PhantomData, pin::Pin, sync::Arc};
 
-use mcp_types::{CallToolResult, JsonObject};
+use mcp_types::{CallToolResponse, CallToolResult, JsonObject};
 
 use crate::{
     Context, FromCall, FromContext, IntoToolOutput, IntoToolResult, OutputSchema, ToolError,
@@ -44,7 +44,11 @@ pub trait Handler<M>: Clone + Send + Sync + 'static {
         cx: Context,
         parts: CallParts,
         wrapped: bool,
-    ) -> BoxFuture<'static, Result<CallToolResult, ToolError>>;
+    ) -> BoxFuture<'static, Result<CallToolResponse, ToolError>>;
+
+    /// Checks the arguments as the call would, without running anything.
+    #[doc(hidden)]
+    fn validate(parts: &mut CallParts) -> Result<(), ToolError>;
 }
 
 impl<F, Fut, R> Handler<((),)> for F
@@ -64,8 +68,11 @@ where
         _cx: Context,
         _parts: CallParts,
         wrapped: bool,
-    ) -> BoxFuture<'static, Result<CallToolResult, ToolError>> {
-        Box::pin(async move { self().await.into_tool_result()?.into_output(wrapped) })
+    ) -> BoxFuture<'static, Result<CallToolResponse, ToolError>> {
+        Box::pin(async move { self().await.into_tool_result()?.into_response(wrapped) })
+    }
+    fn validate(_parts: &mut CallParts) -> Result<(), ToolError> {
+        Ok(())
     }
 }
 
@@ -87,12 +94,15 @@ macro_rules! impl_handler {
             fn output_schema() -> Option<OutputSchema> {
                 <R::Output as IntoToolOutput>::output_schema()
             }
+            fn validate(parts: &mut CallParts) -> Result<(), ToolError> {
+                $last::validate(parts)
+            }
             fn call(
                 self,
                 cx: Context,
                 mut parts: CallParts,
                 wrapped: bool,
-            ) -> BoxFuture<'static, Result<CallToolResult, ToolError>> {
+            ) -> BoxFuture<'static, Result<CallToolResponse, ToolError>> {
                 let extracted = (|| -> Result<_, ToolError> {
                     $(let $ty = $ty::from_context(&cx)?;)*
                     let $last = $last::from_call(&cx, &mut parts)?;
@@ -100,7 +110,7 @@ macro_rules! impl_handler {
                 })();
                 Box::pin(async move {
                     let ($($ty,)* $last,) = extracted?;
-                    self($($ty,)* $last).await.into_tool_result()?.into_output(wrapped)
+                    self($($ty,)* $last).await.into_tool_result()?.into_response(wrapped)
                 })
             }
         }
@@ -154,7 +164,9 @@ pub(crate) trait Invoke: Send + Sync + 'static {
         cx: Context,
         parts: CallParts,
         wrapped: bool,
-    ) -> BoxFuture<'static, Result<CallToolResult, ToolError>>;
+    ) -> BoxFuture<'static, Result<CallToolResponse, ToolError>>;
+
+    fn validate(&self, parts: &mut CallParts) -> Result<(), ToolError>;
 }
 
 pub(crate) struct TypedInvoke<H, M> {
@@ -168,8 +180,12 @@ impl<H: Handler<M>, M: 'static> Invoke for TypedInvoke<H, M> {
         cx: Context,
         parts: CallParts,
         wrapped: bool,
-    ) -> BoxFuture<'static, Result<CallToolResult, ToolError>> {
+    ) -> BoxFuture<'static, Result<CallToolResponse, ToolError>> {
         self.handler.clone().call(cx, parts, wrapped)
+    }
+
+    fn validate(&self, parts: &mut CallParts) -> Result<(), ToolError> {
+        H::validate(parts)
     }
 }
 
@@ -181,7 +197,13 @@ impl Invoke for DynInvoke {
         cx: Context,
         parts: CallParts,
         _wrapped: bool,
-    ) -> BoxFuture<'static, Result<CallToolResult, ToolError>> {
-        self.0.call(cx, parts.arguments)
+    ) -> BoxFuture<'static, Result<CallToolResponse, ToolError>> {
+        let future = self.0.call(cx, parts.arguments);
+        Box::pin(async move { future.await.map(CallToolResponse::Complete) })
+    }
+
+    /// A dynamic tool's schema is checked where it runs (a proxied tool: upstream).
+    fn validate(&self, _parts: &mut CallParts) -> Result<(), ToolError> {
+        Ok(())
     }
 }

@@ -34,6 +34,7 @@
 
 #![warn(missing_docs)]
 
+pub mod auth;
 pub mod coerce;
 mod context;
 mod error;
@@ -63,7 +64,8 @@ pub use middleware::{
 };
 pub use mount::MountOptions;
 pub use output::{
-    Audio, Bytes, Contents, Image, IntoToolOutput, IntoToolResult, Json, OutputSchema,
+    Audio, Bytes, Contents, Image, InputRequired, IntoToolOutput, IntoToolResult, Json, Outcome,
+    OutputSchema,
 };
 pub use server::{RunningServer, Server, ToolCall};
 pub use service::McpService;

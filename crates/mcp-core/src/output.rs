@@ -15,7 +15,10 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use base64::Engine as _;
-use mcp_types::{CallToolResult, ContentBlock, JsonObject, meta};
+use mcp_types::{
+    CallToolResponse, CallToolResult, ContentBlock, InputRequest, InputRequests,
+    InputRequiredResult, JsonObject, meta,
+};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
@@ -79,6 +82,14 @@ pub trait IntoToolOutput: Send + 'static {
     /// Builds the result. `wrapped` is [`OutputSchema::is_wrapped`] of
     /// [`output_schema`](Self::output_schema), computed once at registration.
     fn into_output(self, wrapped: bool) -> Result<CallToolResult, ToolError>;
+
+    /// Builds the response: a result, or (for [`Outcome`]) a request for client input.
+    fn into_response(self, wrapped: bool) -> Result<CallToolResponse, ToolError>
+    where
+        Self: Sized,
+    {
+        self.into_output(wrapped).map(CallToolResponse::Complete)
+    }
 }
 
 /// What a tool function's future resolves to: an [`IntoToolOutput`], or a `Result` of one.
@@ -407,5 +418,122 @@ impl IntoToolOutput for Audio {
             data,
             self.mime_type,
         )]))
+    }
+}
+
+/// A request for client input: the tool pauses until the client answers, then runs again
+/// with the answers in [`Context::input_responses`](crate::Context::input_responses) (the guard
+/// pattern). Keys are the tool's own; under the tasks extension the client sees fresh,
+/// never-reused keys instead.
+///
+/// ```
+/// use mcp_core::InputRequired;
+/// let ask: mcp_core::types::InputRequest = serde_json::from_value(serde_json::json!({
+///     "method": "elicitation/create",
+///     "params": {"mode": "form", "message": "Your name?",
+///                "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}
+/// })).unwrap();
+/// let input = InputRequired::new().request("name", ask).with_state("round-1");
+/// assert_eq!(input.requests().len(), 1);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct InputRequired {
+    requests: InputRequests,
+    state: Option<String>,
+}
+
+impl InputRequired {
+    /// No requests yet.
+    ///
+    /// ```
+    /// assert!(mcp_core::InputRequired::new().requests().is_empty());
+    /// ```
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Asks for one input under the tool's own `key`.
+    ///
+    /// ```
+    /// # let ask: mcp_core::types::InputRequest = serde_json::from_value(serde_json::json!({"method": "roots/list"})).unwrap();
+    /// let _ = mcp_core::InputRequired::new().request("roots", ask);
+    /// ```
+    pub fn request(mut self, key: impl Into<String>, request: InputRequest) -> Self {
+        self.requests.insert(key.into(), request);
+        self
+    }
+
+    /// Opaque state handed back to the next run in
+    /// [`Context::request_state`](crate::Context::request_state).
+    ///
+    /// ```
+    /// let _ = mcp_core::InputRequired::new().with_state("step-2");
+    /// ```
+    pub fn with_state(mut self, state: impl Into<String>) -> Self {
+        self.state = Some(state.into());
+        self
+    }
+
+    /// The requests, by the tool's keys.
+    ///
+    /// ```
+    /// assert!(mcp_core::InputRequired::new().requests().is_empty());
+    /// ```
+    pub fn requests(&self) -> &InputRequests {
+        &self.requests
+    }
+}
+
+impl From<InputRequired> for InputRequiredResult {
+    fn from(input: InputRequired) -> Self {
+        let requests = (!input.requests.is_empty()).then_some(input.requests);
+        InputRequiredResult::new(requests, input.state)
+    }
+}
+
+/// What a tool that may need client input returns: a value, or a request for input.
+///
+/// ```
+/// use mcp_core::{Context, InputRequired, Outcome};
+///
+/// async fn greet(cx: Context) -> Outcome<String> {
+///     match cx.input_responses().and_then(|r| r.get("name")) {
+///         Some(answer) => Outcome::Done(format!("Hello, {}!", answer["content"]["name"])),
+///         None => {
+///             let ask = serde_json::from_value(serde_json::json!({
+///                 "method": "elicitation/create",
+///                 "params": {"mode": "form", "message": "Your name?",
+///                            "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}
+///             })).expect("a valid request");
+///             Outcome::InputRequired(InputRequired::new().request("name", ask))
+///         }
+///     }
+/// }
+/// ```
+#[derive(Debug, Clone)]
+pub enum Outcome<T> {
+    /// The tool finished with this value.
+    Done(T),
+    /// The tool needs input first.
+    InputRequired(InputRequired),
+}
+
+impl<T: IntoToolOutput> IntoToolOutput for Outcome<T> {
+    fn output_schema() -> Option<OutputSchema> {
+        T::output_schema()
+    }
+    fn into_output(self, wrapped: bool) -> Result<CallToolResult, ToolError> {
+        match self {
+            Outcome::Done(value) => value.into_output(wrapped),
+            Outcome::InputRequired(_) => Err(ToolError::new(
+                "this tool asked for client input where only a final result is accepted",
+            )),
+        }
+    }
+    fn into_response(self, wrapped: bool) -> Result<CallToolResponse, ToolError> {
+        match self {
+            Outcome::Done(value) => value.into_response(wrapped),
+            Outcome::InputRequired(input) => Ok(CallToolResponse::InputRequired(input.into())),
+        }
     }
 }

@@ -68,11 +68,13 @@ struct ServerInner {
     name: String,
     info: RwLock<Info>,
     mask_error_details: AtomicBool,
-    strict_input_validation: AtomicBool,
+    strict_input_validation: Arc<AtomicBool>,
     tools: ArcSwap<ToolTable>,
     mounts: ArcSwap<Vec<Arc<Mount>>>,
     middleware: ArcSwap<Vec<Arc<dyn Middleware>>>,
     extensions: ArcSwap<Vec<Arc<dyn Extension>>>,
+    /// The same extensions, for typed access ([`Server::extension_as`]).
+    extensions_any: ArcSwap<Vec<Arc<dyn Any + Send + Sync>>>,
     methods: ArcSwap<HashMap<String, Arc<dyn Extension>>>,
     visibility: ArcSwap<Visibility>,
     state: RwLock<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
@@ -338,11 +340,12 @@ impl Server {
                 name: name.into(),
                 info: RwLock::new(Info::default()),
                 mask_error_details: AtomicBool::new(true),
-                strict_input_validation: AtomicBool::new(false),
+                strict_input_validation: Arc::new(AtomicBool::new(false)),
                 tools: ArcSwap::default(),
                 mounts: ArcSwap::default(),
                 middleware: ArcSwap::default(),
                 extensions: ArcSwap::default(),
+                extensions_any: ArcSwap::default(),
                 methods: ArcSwap::default(),
                 visibility: ArcSwap::default(),
                 state: RwLock::default(),
@@ -500,7 +503,11 @@ impl Server {
         if !crate::schema::is_object_schema(&def.input_schema) {
             return Err(ServerError::InputSchemaNotObject { name: def.name });
         }
-        let tool = Arc::new(RegisteredTool::new(def, version));
+        let tool = Arc::new(RegisteredTool::new(
+            def,
+            version,
+            Arc::clone(&self.inner.strict_input_validation),
+        ));
 
         let _write = lock(&self.inner.write);
         let mut table = ToolTable::clone(&self.inner.tools.load());
@@ -652,8 +659,9 @@ impl Server {
     /// s.add_extension(Ext).unwrap();
     /// assert!(s.add_extension(Ext).is_err());
     /// ```
-    pub fn add_extension(&self, extension: impl Extension) -> Result<(), ServerError> {
-        let extension: Arc<dyn Extension> = Arc::new(extension);
+    pub fn add_extension<E: Extension>(&self, extension: E) -> Result<(), ServerError> {
+        let typed = Arc::new(extension);
+        let extension: Arc<dyn Extension> = typed.clone();
         let id = extension.id().to_owned();
         if self.inner.running.load(Ordering::Acquire) {
             return Err(ServerError::AlreadyStarted(self.name().to_owned()));
@@ -675,9 +683,30 @@ impl Server {
             table.insert(method, Arc::clone(&extension));
         }
         extensions.push(extension);
+        let mut typed_list = Vec::clone(&self.inner.extensions_any.load());
+        typed_list.push(typed);
         self.inner.extensions.store(Arc::new(extensions));
+        self.inner.extensions_any.store(Arc::new(typed_list));
         self.inner.methods.store(Arc::new(table));
         Ok(())
+    }
+
+    /// The extension of type `E` registered here, if any.
+    ///
+    /// ```
+    /// struct Ext;
+    /// #[async_trait::async_trait]
+    /// impl mcp_core::Extension for Ext { fn id(&self) -> &str { "com.example/ext" } }
+    /// let s = mcp_core::Server::new("s");
+    /// s.add_extension(Ext).unwrap();
+    /// assert!(s.extension_as::<Ext>().is_some());
+    /// ```
+    pub fn extension_as<E: Extension>(&self) -> Option<Arc<E>> {
+        self.inner
+            .extensions_any
+            .load()
+            .iter()
+            .find_map(|e| Arc::clone(e).downcast::<E>().ok())
     }
 
     /// The extension registered here under `id`.
@@ -1001,14 +1030,18 @@ impl Server {
             .version
             .transpose()
             .map_err(|e| ErrorData::invalid_params(e, None))?;
+        let cx = Context::new(self.clone(), call.scope);
+        let scope = cx.scope_arc();
         let message = CallTool {
             name: call.name,
             arguments,
             version,
-            cx: Context::new(self.clone(), call.scope),
+            cx,
             run_middleware: call.run_middleware,
         };
-        self.dispatch_call(message).await
+        let reply = self.dispatch_call(message).await;
+        scope.finish(reply.is_ok());
+        reply
     }
 
     /// Runs `call` through this server's middleware, extensions and tools.
@@ -1101,7 +1134,7 @@ impl Server {
             Err(panic) => Err(panic),
         };
         let error = match outcome {
-            Ok(Ok(result)) => return Ok(CallToolResponse::Complete(result)),
+            Ok(Ok(response)) => return Ok(response),
             Ok(Err(error)) => error,
             Err(panic) => {
                 let message = panic_message(panic.as_ref());

@@ -234,14 +234,18 @@ impl ServerHandler for McpService {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let version = requested_version(&context.meta)?;
+        let cx = self.context(context);
+        let scope = cx.scope_arc();
         let call = CallTool {
             name: request.name.into_owned(),
             arguments: request.arguments.unwrap_or_default(),
             version,
-            cx: self.context(context),
+            cx,
             run_middleware: true,
         };
-        self.root.dispatch_call(call).await
+        let reply = self.root.dispatch_call(call).await;
+        scope.finish(reply.is_ok());
+        reply
     }
 
     async fn list_tools(

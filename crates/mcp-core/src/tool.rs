@@ -1,7 +1,15 @@
 //! Tool definitions ([`ToolDef`]), task declarations ([`TaskConfig`]) and the tool handles
 //! servers hand out ([`ToolInfo`]).
 
-use std::{collections::BTreeSet, marker::PhantomData, sync::Arc, time::Duration};
+use std::{
+    collections::BTreeSet,
+    marker::PhantomData,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
 
 use mcp_types::{
     Icon, JsonObject, MetaObject, TaskSupport, Tool, ToolAnnotations, ToolDescriptor, meta,
@@ -25,22 +33,20 @@ use crate::{
 /// use mcp_core::types::TaskSupport;
 ///
 /// assert_eq!(TaskConfig::from(true).mode, TaskSupport::Optional);
-/// assert_eq!(TaskConfig::default().poll_interval, Duration::from_secs(5));
+/// assert_eq!(TaskConfig::default().poll_interval, None); // the tasks extension's default
 /// let required = TaskConfig::required().with_poll_interval(Duration::from_secs(2));
-/// assert_eq!(required.poll_interval.as_millis(), 2000);
+/// assert_eq!(required.poll_interval, Some(Duration::from_secs(2)));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TaskConfig {
     /// Forbidden (the default), optional or required.
     pub mode: TaskSupport,
-    /// The `pollIntervalMs` a task of this tool advertises (default 5 s, C38).
-    pub poll_interval: Duration,
+    /// The `pollIntervalMs` a task of this tool advertises; `None` takes the tasks
+    /// extension's default (5 s unless configured, C38).
+    pub poll_interval: Option<Duration>,
 }
 
 impl TaskConfig {
-    /// The default poll interval: 5 seconds.
-    pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(5);
-
     /// `task = true`: runs as a task when the client opts in.
     ///
     /// ```
@@ -49,7 +55,7 @@ impl TaskConfig {
     pub const fn optional() -> Self {
         Self {
             mode: TaskSupport::Optional,
-            poll_interval: Self::DEFAULT_POLL_INTERVAL,
+            poll_interval: None,
         }
     }
 
@@ -61,7 +67,7 @@ impl TaskConfig {
     pub const fn required() -> Self {
         Self {
             mode: TaskSupport::Required,
-            poll_interval: Self::DEFAULT_POLL_INTERVAL,
+            poll_interval: None,
         }
     }
 
@@ -73,7 +79,7 @@ impl TaskConfig {
     pub const fn forbidden() -> Self {
         Self {
             mode: TaskSupport::Forbidden,
-            poll_interval: Self::DEFAULT_POLL_INTERVAL,
+            poll_interval: None,
         }
     }
 
@@ -81,10 +87,10 @@ impl TaskConfig {
     ///
     /// ```
     /// let c = mcp_core::TaskConfig::optional().with_poll_interval(std::time::Duration::from_millis(250));
-    /// assert_eq!(c.poll_interval.as_millis(), 250);
+    /// assert_eq!(c.poll_interval.map(|d| d.as_millis()), Some(250));
     /// ```
     pub const fn with_poll_interval(mut self, interval: Duration) -> Self {
-        self.poll_interval = interval;
+        self.poll_interval = Some(interval);
         self
     }
 }
@@ -110,7 +116,7 @@ impl From<TaskSupport> for TaskConfig {
     fn from(mode: TaskSupport) -> Self {
         Self {
             mode,
-            poll_interval: Self::DEFAULT_POLL_INTERVAL,
+            poll_interval: None,
         }
     }
 }
@@ -362,10 +368,12 @@ pub(crate) struct RegisteredTool {
     pub(crate) input_schema: Arc<JsonObject>,
     pub(crate) wrapped: bool,
     pub(crate) invoke: Box<dyn Invoke>,
+    /// The owning server's strict-validation switch.
+    pub(crate) strict: Arc<AtomicBool>,
 }
 
 impl RegisteredTool {
-    pub(crate) fn new(def: ToolDef, version: Option<Version>) -> Self {
+    pub(crate) fn new(def: ToolDef, version: Option<Version>, strict: Arc<AtomicBool>) -> Self {
         let ToolDef {
             name,
             title,
@@ -412,6 +420,7 @@ impl RegisteredTool {
             input_schema,
             wrapped,
             invoke,
+            strict,
         }
     }
 }
@@ -520,6 +529,44 @@ impl ToolInfo {
     /// ```
     pub fn input_schema(&self) -> &Arc<JsonObject> {
         &self.tool.input_schema
+    }
+
+    /// Checks `arguments` as a call would (lenient coercion unless the owning server is
+    /// strict, then deserialization), without running the tool: `-32602` naming the field
+    /// when they do not fit. The tasks extension validates before creating a task (I15).
+    ///
+    /// ```
+    /// use mcp_core::{Args, Server, ToolDef};
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct N { n: i64 }
+    /// let s = Server::new("s");
+    /// s.add_tool(ToolDef::new("square", |Args(N { n }): Args<N>| async move { n * n })).unwrap();
+    /// let tool = s.get_tool("square", None).unwrap();
+    /// let bad = serde_json::json!({"n": "not-a-number"});
+    /// assert_eq!(tool.validate_arguments(bad.as_object().unwrap()).unwrap_err().code.0, -32602);
+    /// ```
+    pub fn validate_arguments(&self, arguments: &JsonObject) -> Result<(), mcp_types::ErrorData> {
+        let mut parts = crate::extract::CallParts {
+            tool: Arc::clone(&self.tool.name),
+            arguments: arguments.clone(),
+            input_schema: Arc::clone(&self.tool.input_schema),
+            strict: self.tool.strict.load(Ordering::Relaxed),
+        };
+        match self.tool.invoke.validate(&mut parts) {
+            Ok(()) => Ok(()),
+            Err(error) => match error.into_error_data(&self.name, true) {
+                Err(error) => Err(error),
+                Ok(result) => Err(mcp_types::ErrorData::invalid_params(
+                    result
+                        .content
+                        .first()
+                        .and_then(|c| c.as_text())
+                        .map(|t| t.text.clone())
+                        .unwrap_or_else(|| "invalid arguments".to_owned()),
+                    None,
+                )),
+            },
+        }
     }
 
     /// The listing entry under this handle's name, `execution` included (A35, A36, C48).

@@ -1,12 +1,57 @@
 //! The SEP-2663 Tasks extension (`io.modelcontextprotocol/tasks`) for `mcp-core` servers.
 //!
-//! This crate is a placeholder in the current release: the extension, its engine and its
-//! backends land with the tasks work. Until then a server that declares a task tool fails at
-//! start with a message that names this crate.
+//! Register [`TasksExtension`] on the root server and mark tools `task(true)` (optional) or
+//! `task(TaskSupport::Required)`. A 2026-07-28 client that opts in on a `tools/call` then gets
+//! a `CreateTaskResult` at once, and polls `tasks/get` for the outcome; the tool runs in the
+//! background on the embedded engine.
 //!
 //! ```
-//! assert_eq!(mcp_tasks::EXTENSION_ID, "io.modelcontextprotocol/tasks");
+//! use mcp_core::{Args, Server, ToolDef};
+//! use mcp_tasks::TasksExtension;
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Pair { a: i64, b: i64 }
+//!
+//! let child = Server::new("child");
+//! child.add_tool(ToolDef::new("multiply", |Args(p): Args<Pair>| async move { p.a * p.b }).task(true)).unwrap();
+//! let root = Server::new("root");
+//! root.mount(&child, "child").unwrap();
+//! root.add_extension(TasksExtension::new()).unwrap();
+//! // root.serve_http("127.0.0.1:8000").await
 //! ```
+//!
+//! How a `tools/call` is decided (at the root, after its middleware, B10): the tool's mode,
+//! the request's own opt-in and its era choose between a task, a synchronous run, and
+//! `-32021`. A task is created durably (arguments validated first, no task on bad input),
+//! and its work starts only after the `CreateTaskResult` has left the root's middleware. A
+//! worker then runs the tool on the mounted child that owns it, without middleware, and
+//! stores the exact `CallToolResult` the synchronous call would have returned.
+//!
+//! | module | holds |
+//! |---|---|
+//! | [`extension`] | [`TasksExtension`]: the interceptor, `tasks/*`, the engine's lifecycle |
+//! | [`backend`] | [`TaskBackend`](backend::TaskBackend), and [`MemoryBackend`](backend::memory::MemoryBackend) |
+//! | [`worker`] | [`Worker`]: claims runs and runs tools on their owning server |
+//! | [`owner`] | [`resolve_owning_server`] and the [`TaskSnapshot`] it reads |
+//! | [`engine`] | [`Engine`]: the running engine, also a tool extractor |
+//! | [`config`] | [`TasksConfig`], from code and `MCP_TASKS_*` |
+
+#![warn(missing_docs)]
+
+pub mod backend;
+pub mod config;
+pub mod engine;
+pub mod extension;
+mod ids;
+pub mod owner;
+pub mod worker;
+
+pub use config::TasksConfig;
+pub use engine::Engine;
+pub use extension::TasksExtension;
+pub use ids::new_task_id;
+pub use owner::{TaskSnapshot, resolve_owning_server, resolve_tool};
+pub use worker::Worker;
 
 /// The extension identifier advertised under `capabilities.extensions`.
 pub const EXTENSION_ID: &str = mcp_types::TASKS_EXTENSION_ID;

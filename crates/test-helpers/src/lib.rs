@@ -3,6 +3,7 @@
 //! * [`client`]: rmcp clients in either protocol era, and a client/server pair over an
 //!   in-memory duplex that drives the real wire without ports;
 //! * [`reply`]: unwrapping `tools/call` replies with failure messages that say what went wrong;
+//! * [`tasks`]: in-process task drivers (`submit_task`, `wait_for_task`, `run_task`...) with an optional caller and opt-in settings;
 //! * [`wire`]: a stdio tee and a recording HTTP proxy that keep the raw JSON a server sends;
 //! * [`schema`]: validation of that JSON against the official MCP 2026-07-28 and Tasks
 //!   extension schemas (from `../shared/spec`, or `MCP_SPEC_DIR`).
@@ -12,4 +13,5 @@
 pub mod client;
 pub mod reply;
 pub mod schema;
+pub mod tasks;
 pub mod wire;

@@ -1,0 +1,584 @@
+//! [`MemoryBackend`]: the embedded, single-process task store (the default, `memory://`).
+//!
+//! One mutex guards the state and is never held across an `.await`. Expiry and lease
+//! deadlines sit in binary heaps (lazy deletion), so no operation scans the stored tasks:
+//! the cost of a call does not grow with how many tasks are kept. Deadlines use tokio's
+//! clock, so tests can drive TTLs and leases with a paused clock.
+
+use std::{
+    cmp::Reverse,
+    collections::{BTreeMap, BinaryHeap, HashMap, VecDeque},
+    sync::{Arc, Mutex, MutexGuard, PoisonError},
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use async_trait::async_trait;
+use mcp_types::{InputResponses, JsonObject, TaskStatus};
+use serde_json::{Value, json};
+use tokio::{
+    sync::{Notify, broadcast, mpsc},
+    time::Instant,
+};
+
+use super::{
+    BackendError, CancelAck, Claimed, InputRound, Lease, LeaseState, NewTask, Owner, TaskBackend,
+    TaskView, UpdateAck, WorkerEvent, WorkerId, WriteAck,
+};
+use crate::ids;
+
+/// How long a claim is valid without a heartbeat.
+const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+/// The longest the sweeper sleeps when nothing is due.
+const IDLE_SWEEP: Duration = Duration::from_secs(1);
+
+/// The embedded task store: one per server (D14), shared by nothing else.
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use mcp_tasks::backend::{TaskBackend, memory::MemoryBackend, NewTask, Owner};
+/// let backend = MemoryBackend::new();
+/// let owner = Owner::of(None);
+/// let view = backend.submit(NewTask {
+///     id: mcp_tasks::new_task_id(), owner: owner.clone(), tool: "t".into(), version: None,
+///     arguments: Default::default(), context: Default::default(),
+///     ttl: Some(std::time::Duration::from_secs(60)),
+///     poll_interval: std::time::Duration::from_secs(1), max_attempts: 1,
+/// }).await.unwrap();
+/// assert!(backend.get(&owner, &view.id).await.unwrap().is_some());
+/// # });
+/// ```
+pub struct MemoryBackend {
+    state: Mutex<State>,
+    ready: Notify,
+    sweeper: Arc<Notify>,
+    changes: broadcast::Sender<String>,
+    lease: Duration,
+}
+
+#[derive(Default)]
+struct State {
+    tasks: HashMap<String, Record>,
+    ready: VecDeque<String>,
+    expiry: BinaryHeap<Reverse<(Instant, String)>>,
+    leases: BinaryHeap<Reverse<(Instant, String, u64)>>,
+    workers: HashMap<WorkerId, mpsc::UnboundedSender<WorkerEvent>>,
+}
+
+struct Record {
+    owner: Owner,
+    tool: String,
+    version: Option<String>,
+    arguments: JsonObject,
+    context: JsonObject,
+    status: TaskStatus,
+    status_message: Option<String>,
+    created_at_ms: u64,
+    updated_at_ms: u64,
+    ttl_ms: Option<u64>,
+    poll_interval_ms: u64,
+    result: Option<Value>,
+    error: Option<Value>,
+    deadline: Option<Instant>,
+    /// Claimable work: released, and not yet claimed for the current round.
+    released: bool,
+    holder: Option<(WorkerId, Instant)>,
+    fence: u64,
+    attempt: u32,
+    max_attempts: u32,
+    round: u32,
+    /// Outstanding requests: client key → (tool key, request).
+    outstanding: BTreeMap<String, (String, Value)>,
+    /// Answers collected for the next round, by the tool's keys.
+    answers: InputResponses,
+    request_state: Option<String>,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Record {
+    fn view(&self, id: &str) -> TaskView {
+        TaskView {
+            id: id.to_owned(),
+            status: self.status,
+            status_message: self.status_message.clone(),
+            created_at_ms: self.created_at_ms,
+            updated_at_ms: self.updated_at_ms,
+            ttl_ms: self.ttl_ms,
+            poll_interval_ms: self.poll_interval_ms,
+            result: self.result.clone(),
+            error: self.error.clone(),
+            input_requests: self
+                .outstanding
+                .iter()
+                .map(|(key, (_, request))| (key.clone(), request.clone()))
+                .collect(),
+        }
+    }
+
+    fn touch(&mut self) {
+        self.updated_at_ms = now_ms().max(self.created_at_ms);
+    }
+
+    fn is_terminal(&self) -> bool {
+        self.status.is_terminal()
+    }
+
+    /// Whether `lease` is the current claim.
+    fn holds(&self, lease: &Lease) -> bool {
+        self.fence == lease.fence
+            && self
+                .holder
+                .as_ref()
+                .is_some_and(|(worker, _)| *worker == lease.worker)
+    }
+
+    /// Ends the task in a terminal status; withdraws everything pending (R47).
+    fn finish(&mut self, status: TaskStatus) {
+        self.status = status;
+        self.holder = None;
+        self.released = false;
+        self.outstanding.clear();
+        self.answers.clear();
+        self.request_state = None;
+        self.touch();
+    }
+}
+
+impl Default for MemoryBackend {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MemoryBackend {
+    /// An empty store with a 30 s lease.
+    pub fn new() -> Self {
+        Self::with_lease(DEFAULT_LEASE)
+    }
+
+    /// An empty store whose claims lapse after `lease` without a heartbeat.
+    ///
+    /// ```
+    /// let _ = mcp_tasks::backend::memory::MemoryBackend::with_lease(std::time::Duration::from_secs(5));
+    /// ```
+    pub fn with_lease(lease: Duration) -> Self {
+        Self {
+            state: Mutex::new(State::default()),
+            ready: Notify::new(),
+            sweeper: Arc::new(Notify::new()),
+            changes: broadcast::channel(1024).0,
+            lease,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn changed(&self, id: &str) {
+        // Nobody listening is fine.
+        let _ = self.changes.send(id.to_owned());
+    }
+
+    /// Queues the next run of `id`.
+    fn enqueue(&self, state: &mut State, id: &str) {
+        state.ready.push_back(id.to_owned());
+        self.ready.notify_one();
+    }
+
+    fn owned<'a>(state: &'a mut State, owner: &Owner, id: &str) -> Option<&'a mut Record> {
+        state.tasks.get_mut(id).filter(|r| r.owner == *owner)
+    }
+
+    fn notify_worker(state: &State, holder: Option<&(WorkerId, Instant)>, id: &str) {
+        if let Some((worker, _)) = holder
+            && let Some(sender) = state.workers.get(worker)
+        {
+            let _ = sender.send(WorkerEvent::Cancel(id.to_owned()));
+        }
+    }
+
+    fn write_held<T>(
+        &self,
+        lease: &Lease,
+        write: impl FnOnce(&mut Record) -> T,
+    ) -> Result<Result<T, WriteAck>, BackendError> {
+        let mut state = self.lock();
+        let Some(record) = state.tasks.get_mut(&lease.task) else {
+            return Ok(Err(WriteAck::Gone));
+        };
+        if record.is_terminal() {
+            return Ok(Err(WriteAck::Terminal));
+        }
+        if !record.holds(lease) {
+            return Ok(Err(WriteAck::Lost));
+        }
+        Ok(Ok(write(record)))
+    }
+}
+
+#[async_trait]
+impl TaskBackend for MemoryBackend {
+    async fn submit(&self, task: NewTask) -> Result<TaskView, BackendError> {
+        let now = now_ms();
+        let deadline = task.ttl.map(|ttl| Instant::now() + ttl);
+        let record = Record {
+            owner: task.owner,
+            tool: task.tool,
+            version: task.version,
+            arguments: task.arguments,
+            context: task.context,
+            status: TaskStatus::Working,
+            status_message: None,
+            created_at_ms: now,
+            updated_at_ms: now,
+            ttl_ms: task
+                .ttl
+                .map(|ttl| u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)),
+            poll_interval_ms: u64::try_from(task.poll_interval.as_millis()).unwrap_or(u64::MAX),
+            result: None,
+            error: None,
+            deadline,
+            released: false,
+            holder: None,
+            fence: 0,
+            attempt: 0,
+            max_attempts: task.max_attempts.max(1),
+            round: 1,
+            outstanding: BTreeMap::new(),
+            answers: InputResponses::new(),
+            request_state: None,
+        };
+        let view = record.view(&task.id);
+        let mut state = self.lock();
+        if state.tasks.contains_key(&task.id) {
+            return Err(BackendError::Corrupt(format!(
+                "task id {} is already taken",
+                task.id
+            )));
+        }
+        if let Some(deadline) = deadline {
+            let earliest = state
+                .expiry
+                .peek()
+                .is_none_or(|Reverse((first, _))| deadline < *first);
+            state.expiry.push(Reverse((deadline, task.id.clone())));
+            if earliest {
+                self.sweeper.notify_one();
+            }
+        }
+        state.tasks.insert(task.id, record);
+        Ok(view)
+    }
+
+    async fn release(&self, owner: &Owner, id: &str) -> Result<(), BackendError> {
+        let mut state = self.lock();
+        if let Some(record) = Self::owned(&mut state, owner, id)
+            && !record.is_terminal()
+            && !record.released
+            && record.holder.is_none()
+            && record.outstanding.is_empty()
+        {
+            record.released = true;
+            self.enqueue(&mut state, id);
+        }
+        Ok(())
+    }
+
+    async fn get(&self, owner: &Owner, id: &str) -> Result<Option<TaskView>, BackendError> {
+        let mut state = self.lock();
+        Ok(Self::owned(&mut state, owner, id).map(|r| r.view(id)))
+    }
+
+    async fn deliver_input(
+        &self,
+        owner: &Owner,
+        id: &str,
+        responses: InputResponses,
+    ) -> Result<Option<UpdateAck>, BackendError> {
+        let mut state = self.lock();
+        let Some(record) = Self::owned(&mut state, owner, id) else {
+            return Ok(None);
+        };
+        if record.status != TaskStatus::InputRequired {
+            return Ok(Some(UpdateAck::Ignored));
+        }
+        let mut taken = false;
+        for (key, answer) in responses {
+            if let Some((tool_key, _)) = record.outstanding.remove(&key) {
+                record.answers.insert(tool_key, answer);
+                taken = true;
+            }
+        }
+        if !taken {
+            return Ok(Some(UpdateAck::Ignored));
+        }
+        record.touch();
+        if !record.outstanding.is_empty() {
+            drop(state);
+            self.changed(id);
+            return Ok(Some(UpdateAck::Waiting));
+        }
+        // Every request is answered: the next round becomes runnable, in the same critical
+        // section, so a concurrent identical update finds nothing outstanding (C31, R41).
+        record.status = TaskStatus::Working;
+        record.status_message = None;
+        record.round += 1;
+        record.released = true;
+        self.enqueue(&mut state, id);
+        drop(state);
+        self.changed(id);
+        Ok(Some(UpdateAck::Resumed))
+    }
+
+    async fn cancel(&self, owner: &Owner, id: &str) -> Result<Option<CancelAck>, BackendError> {
+        let mut state = self.lock();
+        let Some(record) = Self::owned(&mut state, owner, id) else {
+            return Ok(None);
+        };
+        if record.is_terminal() {
+            return Ok(Some(CancelAck::AlreadyTerminal));
+        }
+        let holder = record.holder.clone();
+        record.finish(TaskStatus::Cancelled);
+        Self::notify_worker(&state, holder.as_ref(), id);
+        drop(state);
+        self.changed(id);
+        Ok(Some(CancelAck::Cancelled))
+    }
+
+    async fn claim(
+        &self,
+        worker: &WorkerId,
+        max: usize,
+        wait: Duration,
+    ) -> Result<Vec<Claimed>, BackendError> {
+        let deadline = Instant::now() + wait;
+        loop {
+            let notified = self.ready.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let claimed = {
+                let mut state = self.lock();
+                let now = Instant::now();
+                let lease_until = now + self.lease;
+                let mut claimed = Vec::new();
+                while claimed.len() < max {
+                    let Some(id) = state.ready.pop_front() else {
+                        break;
+                    };
+                    let Some(record) = state.tasks.get_mut(&id) else {
+                        continue;
+                    };
+                    if !record.released || record.is_terminal() || record.holder.is_some() {
+                        continue;
+                    }
+                    record.released = false;
+                    record.fence += 1;
+                    record.attempt += 1;
+                    record.holder = Some((worker.clone(), lease_until));
+                    let responses = (record.round > 1).then(|| std::mem::take(&mut record.answers));
+                    claimed.push(Claimed {
+                        lease: Lease {
+                            task: id.clone(),
+                            worker: worker.clone(),
+                            fence: record.fence,
+                        },
+                        owner: record.owner.clone(),
+                        tool: record.tool.clone(),
+                        version: record.version.clone(),
+                        arguments: record.arguments.clone(),
+                        context: record.context.clone(),
+                        attempt: record.attempt,
+                        round: record.round,
+                        responses,
+                        request_state: record.request_state.take(),
+                    });
+                    let fence = record.fence;
+                    state.leases.push(Reverse((lease_until, id, fence)));
+                }
+                if !state.ready.is_empty() && claimed.len() == max {
+                    // Someone else may take the rest.
+                    self.ready.notify_one();
+                }
+                claimed
+            };
+            if !claimed.is_empty() {
+                return Ok(claimed);
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return Ok(Vec::new());
+            }
+        }
+    }
+
+    async fn heartbeat(&self, leases: &[Lease]) -> Result<Vec<LeaseState>, BackendError> {
+        let mut state = self.lock();
+        let lease_until = Instant::now() + self.lease;
+        let mut states = Vec::with_capacity(leases.len());
+        for lease in leases {
+            let answer = match state.tasks.get_mut(&lease.task) {
+                None => LeaseState::Gone,
+                Some(record) if record.is_terminal() => {
+                    if record.status == TaskStatus::Cancelled {
+                        LeaseState::Held {
+                            cancel_requested: true,
+                        }
+                    } else {
+                        LeaseState::Gone
+                    }
+                }
+                Some(record) if !record.holds(lease) => LeaseState::Lost,
+                Some(record) => {
+                    record.holder = Some((lease.worker.clone(), lease_until));
+                    let fence = record.fence;
+                    state
+                        .leases
+                        .push(Reverse((lease_until, lease.task.clone(), fence)));
+                    LeaseState::Held {
+                        cancel_requested: false,
+                    }
+                }
+            };
+            states.push(answer);
+        }
+        Ok(states)
+    }
+
+    async fn complete(&self, lease: &Lease, result: Value) -> Result<WriteAck, BackendError> {
+        let written = self.write_held(lease, |record| {
+            record.result = Some(result);
+            record.finish(TaskStatus::Completed);
+        })?;
+        if written.is_ok() {
+            self.changed(&lease.task);
+        }
+        Ok(written.map_or_else(|ack| ack, |()| WriteAck::Recorded))
+    }
+
+    async fn fail(&self, lease: &Lease, error: Value) -> Result<WriteAck, BackendError> {
+        let written = self.write_held(lease, |record| {
+            record.status_message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            record.error = Some(error);
+            record.finish(TaskStatus::Failed);
+        })?;
+        if written.is_ok() {
+            self.changed(&lease.task);
+        }
+        Ok(written.map_or_else(|ack| ack, |()| WriteAck::Recorded))
+    }
+
+    async fn request_input(
+        &self,
+        lease: &Lease,
+        round: InputRound,
+    ) -> Result<WriteAck, BackendError> {
+        let written = self.write_held(lease, |record| {
+            record.outstanding = round
+                .requests
+                .into_iter()
+                .map(|(tool_key, request)| (ids::new_input_key(&lease.task), (tool_key, request)))
+                .collect();
+            record.request_state = round.request_state;
+            record.answers.clear();
+            record.holder = None;
+            record.status = TaskStatus::InputRequired;
+            record.touch();
+        })?;
+        if written.is_ok() {
+            self.changed(&lease.task);
+        }
+        Ok(written.map_or_else(|ack| ack, |()| WriteAck::Recorded))
+    }
+
+    async fn expire(&self) -> Result<Duration, BackendError> {
+        let now = Instant::now();
+        let mut expired = Vec::new();
+        let mut state = self.lock();
+        while let Some(Reverse((deadline, _))) = state.expiry.peek() {
+            if *deadline > now {
+                break;
+            }
+            let Some(Reverse((deadline, id))) = state.expiry.pop() else {
+                break;
+            };
+            if state
+                .tasks
+                .get(&id)
+                .is_some_and(|r| r.deadline == Some(deadline))
+                && let Some(record) = state.tasks.remove(&id)
+            {
+                Self::notify_worker(&state, record.holder.as_ref(), &id);
+                expired.push(id);
+            }
+        }
+        while let Some(Reverse((until, _, _))) = state.leases.peek() {
+            if *until > now {
+                break;
+            }
+            let Some(Reverse((until, id, fence))) = state.leases.pop() else {
+                break;
+            };
+            let Some(record) = state.tasks.get_mut(&id) else {
+                continue;
+            };
+            let lapsed = record.fence == fence
+                && record
+                    .holder
+                    .as_ref()
+                    .is_some_and(|(_, held_until)| *held_until <= until);
+            if !lapsed || record.is_terminal() {
+                continue;
+            }
+            record.holder = None;
+            if record.attempt < record.max_attempts {
+                record.released = true;
+                self.enqueue(&mut state, &id);
+            } else {
+                record.error = Some(json!({
+                    "code": mcp_types::codes::INTERNAL_ERROR,
+                    "message": "the worker running this task was lost",
+                }));
+                record.status_message = Some("the worker running this task was lost".to_owned());
+                record.finish(TaskStatus::Failed);
+            }
+            expired.push(id);
+        }
+        let next = [
+            state.expiry.peek().map(|Reverse((at, _))| *at),
+            state.leases.peek().map(|Reverse((at, _, _))| *at),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .map_or(IDLE_SWEEP, |at| {
+            at.saturating_duration_since(now).min(IDLE_SWEEP)
+        });
+        drop(state);
+        for id in &expired {
+            self.changed(id);
+        }
+        Ok(next)
+    }
+
+    fn events(&self, worker: &WorkerId) -> Option<mpsc::UnboundedReceiver<WorkerEvent>> {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        self.lock().workers.insert(worker.clone(), sender);
+        Some(receiver)
+    }
+
+    fn changes(&self) -> Option<broadcast::Receiver<String>> {
+        Some(self.changes.subscribe())
+    }
+
+    fn sweeper_wakeup(&self) -> Option<Arc<Notify>> {
+        Some(Arc::clone(&self.sweeper))
+    }
+}

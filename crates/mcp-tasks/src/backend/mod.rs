@@ -1,0 +1,315 @@
+//! The engine's storage contract: [`TaskBackend`], and what flows through it.
+//!
+//! A backend stores tasks and hands their work to workers. The request side (any server
+//! replica) submits, reads, answers and cancels; the worker side claims work under a lease,
+//! renews it by heartbeat and reports the outcome. Every worker-side write presents its
+//! [`Lease`], whose `fence` changes on every claim, so a worker that lost its lease can no
+//! longer write (the recorded outcome is exactly-once even when delivery is not).
+//!
+//! [`MemoryBackend`](memory::MemoryBackend) is the embedded, per-server implementation; the
+//! Redis backend implements the same contract with one atomic script per transition.
+
+pub mod memory;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mcp_types::{InputResponses, JsonObject, TaskStatus};
+use serde_json::Value;
+
+/// Who a task belongs to. Every request-side operation names the owner, and a task of
+/// another owner is indistinguishable from a missing one (F13, R52–R54).
+///
+/// ```
+/// use mcp_core::auth::Principal;
+/// use mcp_tasks::backend::Owner;
+/// assert_eq!(Owner::of(None).as_str(), "anon");
+/// assert_eq!(Owner::of(Some(&Principal::new("app").with_subject("alice"))).as_str(), "auth:app|alice");
+/// // A client literally called "anon" never aliases the anonymous keyspace (F05).
+/// assert_ne!(Owner::of(Some(&Principal::new("anon"))), Owner::of(None));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Owner(String);
+
+impl Owner {
+    /// The owner of a request by `principal`; `None` is the anonymous keyspace.
+    pub fn of(principal: Option<&mcp_core::auth::Principal>) -> Self {
+        match principal {
+            Some(p) => Owner(format!("auth:{}", p.scope_key())),
+            None => Owner("anon".to_owned()),
+        }
+    }
+
+    /// The owner key.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Identifies one worker (a process or an embedded pool) for leases.
+///
+/// ```
+/// let a = mcp_tasks::backend::WorkerId::new();
+/// assert_ne!(a, mcp_tasks::backend::WorkerId::new());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct WorkerId(String);
+
+impl WorkerId {
+    /// A fresh, never reused id.
+    pub fn new() -> Self {
+        WorkerId(format!("worker-{}", crate::ids::random_token(12)))
+    }
+
+    /// The id as a string.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Default for WorkerId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A task to create.
+#[derive(Debug, Clone)]
+pub struct NewTask {
+    /// The server-minted id.
+    pub id: String,
+    /// Its owner.
+    pub owner: Owner,
+    /// The tool's name at the root, and its exact version (D10).
+    pub tool: String,
+    /// The tool's version, if versioned.
+    pub version: Option<String>,
+    /// The (validated) arguments.
+    pub arguments: JsonObject,
+    /// What the worker needs of the submitting request (principal, protocol version...).
+    pub context: JsonObject,
+    /// How long the task is kept from creation; `None` is unlimited.
+    pub ttl: Option<Duration>,
+    /// The poll interval clients are told.
+    pub poll_interval: Duration,
+    /// How many times the work may be started (1 unless the tool is idempotent).
+    pub max_attempts: u32,
+}
+
+/// A task as `tasks/get` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskView {
+    /// The id.
+    pub id: String,
+    /// The status.
+    pub status: TaskStatus,
+    /// A human-readable status, if any.
+    pub status_message: Option<String>,
+    /// Creation time, Unix milliseconds.
+    pub created_at_ms: u64,
+    /// Time of the last change, Unix milliseconds.
+    pub updated_at_ms: u64,
+    /// Lifetime from creation, in ms; `None` is unlimited.
+    pub ttl_ms: Option<u64>,
+    /// Suggested poll interval, in ms.
+    pub poll_interval_ms: u64,
+    /// The `CallToolResult`, when completed.
+    pub result: Option<Value>,
+    /// The JSON-RPC error, when failed.
+    pub error: Option<Value>,
+    /// Outstanding input requests by client-facing key, when input is required.
+    pub input_requests: std::collections::BTreeMap<String, Value>,
+}
+
+/// The right to write a claimed task's outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Lease {
+    /// The task.
+    pub task: String,
+    /// The worker holding it.
+    pub worker: WorkerId,
+    /// Changes on every claim; only the current value may write.
+    pub fence: u64,
+}
+
+/// Work a worker claimed: one run of a task's tool.
+#[derive(Debug, Clone)]
+pub struct Claimed {
+    /// The lease to present with every write.
+    pub lease: Lease,
+    /// The task's owner.
+    pub owner: Owner,
+    /// The tool's name at the root.
+    pub tool: String,
+    /// Its exact version.
+    pub version: Option<String>,
+    /// The arguments.
+    pub arguments: JsonObject,
+    /// The submission context.
+    pub context: JsonObject,
+    /// Which start of the work this is (1 first; more after a lost worker).
+    pub attempt: u32,
+    /// Which input round (1 first).
+    pub round: u32,
+    /// The answers to the previous round, by the tool's own keys.
+    pub responses: Option<InputResponses>,
+    /// The state the tool returned with its input requests.
+    pub request_state: Option<String>,
+}
+
+/// What a heartbeat learns about a lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseState {
+    /// Still held; stop the work if `cancel_requested`.
+    Held {
+        /// The task was cancelled (or expired): stop.
+        cancel_requested: bool,
+    },
+    /// Another claim took the task over (the lease lapsed): stop and drop the result.
+    Lost,
+    /// The task no longer exists (expired, purged) or is terminal: stop.
+    Gone,
+}
+
+/// How a worker-side write went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteAck {
+    /// Recorded.
+    Recorded,
+    /// The task was already terminal (cancelled meanwhile): nothing changed.
+    Terminal,
+    /// The lease is no longer current: nothing changed.
+    Lost,
+    /// The task no longer exists.
+    Gone,
+}
+
+/// How `tasks/update` went (the client gets an empty ack either way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpdateAck {
+    /// Every outstanding request is answered: the next round is queued.
+    Resumed,
+    /// Some answers were taken; others are still outstanding (C29, R39).
+    Waiting,
+    /// Nothing matched an outstanding request; nothing changed (C25, R38).
+    Ignored,
+}
+
+/// How `tasks/cancel` went (the client gets an empty ack either way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelAck {
+    /// The task is now cancelled.
+    Cancelled,
+    /// It was already terminal; nothing changed (R44).
+    AlreadyTerminal,
+}
+
+/// An input round the tool asked for: requests by the tool's own keys (the backend mints
+/// the client-facing ones).
+#[derive(Debug, Clone, Default)]
+pub struct InputRound {
+    /// Requests by the tool's keys, as JSON (`{"method": ..., "params": ...}`).
+    pub requests: std::collections::BTreeMap<String, Value>,
+    /// State for the next run.
+    pub request_state: Option<String>,
+}
+
+/// Best-effort wake-ups for a worker; heartbeats are the guarantee.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorkerEvent {
+    /// Stop the work of this task.
+    Cancel(String),
+}
+
+/// A backend failure (the store is unreachable, or its data is corrupt).
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// The store cannot be reached or refused the operation.
+    #[error("task store unavailable: {0}")]
+    Unavailable(String),
+    /// The store holds something it should not.
+    #[error("task store error: {0}")]
+    Corrupt(String),
+}
+
+/// The storage contract of the tasks engine. See the [module docs](self).
+///
+/// Request side: [`submit`](Self::submit) (durable before it returns, R16),
+/// [`release`](Self::release), [`get`](Self::get), [`deliver_input`](Self::deliver_input),
+/// [`cancel`](Self::cancel). Worker side: [`claim`](Self::claim),
+/// [`heartbeat`](Self::heartbeat), [`complete`](Self::complete), [`fail`](Self::fail),
+/// [`request_input`](Self::request_input). Housekeeping: [`expire`](Self::expire).
+#[async_trait]
+pub trait TaskBackend: Send + Sync + 'static {
+    /// Stores a new `working` task. It is visible to [`get`](Self::get) as soon as this
+    /// returns, but no worker may claim it before [`release`](Self::release).
+    async fn submit(&self, task: NewTask) -> Result<TaskView, BackendError>;
+
+    /// Makes a submitted task's work claimable. The tasks extension releases a task only
+    /// after its `CreateTaskResult` has left the root's middleware (D32).
+    async fn release(&self, owner: &Owner, id: &str) -> Result<(), BackendError>;
+
+    /// The task, if it exists and belongs to `owner`.
+    async fn get(&self, owner: &Owner, id: &str) -> Result<Option<TaskView>, BackendError>;
+
+    /// Answers outstanding input requests (by client-facing key). `None`: no such task for
+    /// `owner`. Answering the last outstanding request queues the next run exactly once.
+    async fn deliver_input(
+        &self,
+        owner: &Owner,
+        id: &str,
+        responses: InputResponses,
+    ) -> Result<Option<UpdateAck>, BackendError>;
+
+    /// Cancels a non-terminal task and withdraws its input requests. `None`: no such task.
+    async fn cancel(&self, owner: &Owner, id: &str) -> Result<Option<CancelAck>, BackendError>;
+
+    /// Claims up to `max` runs, waiting up to `wait` for one to be ready.
+    async fn claim(
+        &self,
+        worker: &WorkerId,
+        max: usize,
+        wait: Duration,
+    ) -> Result<Vec<Claimed>, BackendError>;
+
+    /// Renews leases and reports, for each, whether to go on.
+    async fn heartbeat(&self, leases: &[Lease]) -> Result<Vec<LeaseState>, BackendError>;
+
+    /// Records the run's `CallToolResult` (tool errors included): `completed`.
+    async fn complete(&self, lease: &Lease, result: Value) -> Result<WriteAck, BackendError>;
+
+    /// Records a JSON-RPC error: `failed`, with its message as the status message.
+    async fn fail(&self, lease: &Lease, error: Value) -> Result<WriteAck, BackendError>;
+
+    /// Parks the task `input_required` with fresh client-facing keys; the run ends and the
+    /// lease is released (no worker is held while waiting, C35).
+    async fn request_input(
+        &self,
+        lease: &Lease,
+        round: InputRound,
+    ) -> Result<WriteAck, BackendError>;
+
+    /// Expires tasks past their TTL (they become unknown, -32602) and recovers runs whose
+    /// worker stopped renewing its lease. Returns when to call again at the latest.
+    async fn expire(&self) -> Result<Duration, BackendError>;
+
+    /// Wake-ups for `worker` (cancellations), if the backend can push them.
+    fn events(
+        &self,
+        worker: &WorkerId,
+    ) -> Option<tokio::sync::mpsc::UnboundedReceiver<WorkerEvent>> {
+        let _ = worker;
+        None
+    }
+
+    /// Ids of tasks as they change, if the backend can push them (tests, status
+    /// notifications).
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        None
+    }
+
+    /// A notifier the sweeper also waits on, so a new, earlier deadline is not missed.
+    fn sweeper_wakeup(&self) -> Option<std::sync::Arc<tokio::sync::Notify>> {
+        None
+    }
+}

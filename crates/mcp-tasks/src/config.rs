@@ -1,0 +1,119 @@
+//! [`TasksConfig`]: how the engine runs, from code with environment defaults.
+
+use std::time::Duration;
+
+/// The engine's settings. Constructor arguments win over the environment, which wins over
+/// the defaults:
+///
+/// | setting | environment | default |
+/// |---|---|---|
+/// | backend URL | `MCP_TASKS_URL` | `memory://` |
+/// | worker concurrency | `MCP_TASKS_CONCURRENCY` | 10 |
+/// | task TTL | `MCP_TASKS_TTL_MS` | 900 000 ms (C37) |
+/// | default poll interval | `MCP_TASKS_POLL_INTERVAL_MS` | 5 000 ms (C38) |
+///
+/// ```
+/// let config = mcp_tasks::TasksConfig::default().with_concurrency(4);
+/// assert_eq!(config.concurrency, 4);
+/// assert_eq!(config.url, "memory://");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TasksConfig {
+    /// Where tasks live: `memory://` (embedded, the default).
+    pub url: String,
+    /// How many task runs the embedded worker runs at once.
+    pub concurrency: usize,
+    /// How long a task is kept from creation (`ttlMs`).
+    pub ttl: Duration,
+    /// The poll interval of tools that do not set one.
+    pub poll_interval: Duration,
+}
+
+impl Default for TasksConfig {
+    fn default() -> Self {
+        Self {
+            url: "memory://".to_owned(),
+            concurrency: 10,
+            ttl: Duration::from_millis(900_000),
+            poll_interval: Duration::from_millis(5_000),
+        }
+    }
+}
+
+fn env_number(name: &str) -> Option<u64> {
+    let raw = std::env::var(name).ok()?;
+    match raw.trim().parse() {
+        Ok(value) => Some(value),
+        Err(_) => {
+            tracing::warn!(name, value = %raw, "ignoring a setting that is not a whole number");
+            None
+        }
+    }
+}
+
+impl TasksConfig {
+    /// The defaults, overridden by any `MCP_TASKS_*` environment variable that is set.
+    ///
+    /// ```
+    /// let config = mcp_tasks::TasksConfig::from_env();
+    /// assert!(config.concurrency >= 1);
+    /// ```
+    pub fn from_env() -> Self {
+        let mut config = Self::default();
+        if let Ok(url) = std::env::var("MCP_TASKS_URL")
+            && !url.trim().is_empty()
+        {
+            config.url = url.trim().to_owned();
+        }
+        if let Some(concurrency) = env_number("MCP_TASKS_CONCURRENCY") {
+            config.concurrency = usize::try_from(concurrency).unwrap_or(usize::MAX).max(1);
+        }
+        if let Some(ttl) = env_number("MCP_TASKS_TTL_MS") {
+            config.ttl = Duration::from_millis(ttl.max(1));
+        }
+        if let Some(poll) = env_number("MCP_TASKS_POLL_INTERVAL_MS") {
+            config.poll_interval = Duration::from_millis(poll.max(1));
+        }
+        config
+    }
+
+    /// Sets the backend URL.
+    ///
+    /// ```
+    /// let _ = mcp_tasks::TasksConfig::default().with_url("memory://");
+    /// ```
+    pub fn with_url(mut self, url: impl Into<String>) -> Self {
+        self.url = url.into();
+        self
+    }
+
+    /// Sets the worker concurrency (at least 1).
+    ///
+    /// ```
+    /// assert_eq!(mcp_tasks::TasksConfig::default().with_concurrency(0).concurrency, 1);
+    /// ```
+    pub fn with_concurrency(mut self, concurrency: usize) -> Self {
+        self.concurrency = concurrency.max(1);
+        self
+    }
+
+    /// Sets the task TTL.
+    ///
+    /// ```
+    /// let _ = mcp_tasks::TasksConfig::default().with_ttl(std::time::Duration::from_secs(60));
+    /// ```
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// Sets the poll interval of tools that do not set one.
+    ///
+    /// ```
+    /// let _ = mcp_tasks::TasksConfig::default().with_poll_interval(std::time::Duration::from_secs(1));
+    /// ```
+    pub fn with_poll_interval(mut self, poll_interval: Duration) -> Self {
+        self.poll_interval = poll_interval;
+        self
+    }
+}

@@ -1,0 +1,461 @@
+//! [`TasksExtension`]: SEP-2663 on an `mcp-core` server.
+
+use std::{
+    sync::{Arc, Mutex, PoisonError},
+    time::Duration,
+};
+
+use async_trait::async_trait;
+use mcp_core::{BoxError, CallTool, Context, Era, Extension, Server, ToolCallNext, ToolInfo};
+use mcp_types::{
+    CallToolResponse, CancelTaskParams, ClientCapabilities, CreateTaskResult, DetailedTask,
+    ErrorData, GetTaskParams, GetTaskResult, JsonObject, TASKS_EXTENSION_ID, Task, TaskAckResult,
+    TaskPayload, TaskStatus, TaskSupport, UpdateTaskParams,
+};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    Engine, TaskSnapshot, TasksConfig, Worker,
+    backend::{NewTask, Owner, TaskBackend, TaskView, memory::MemoryBackend},
+    ids,
+};
+
+/// The methods this extension answers.
+const METHODS: [&str; 3] = ["tasks/get", "tasks/update", "tasks/cancel"];
+
+/// How many starts an idempotent tool's task may get when its worker is lost.
+const IDEMPOTENT_ATTEMPTS: u32 = 3;
+
+/// The Tasks extension. Register it on the root server; it advertises
+/// `io.modelcontextprotocol/tasks` (with `{}` settings), turns opted-in calls to task tools
+/// into background tasks, answers `tasks/get|update|cancel`, and runs the engine (backend,
+/// worker, TTL sweeper) while the server runs.
+///
+/// ```
+/// use mcp_core::{Server, ToolDef};
+/// use mcp_tasks::TasksExtension;
+///
+/// let server = Server::new("demo");
+/// server.add_tool(ToolDef::new("slow", || async { "done" }).task(true)).unwrap();
+/// server.add_extension(TasksExtension::new()).unwrap();
+/// ```
+pub struct TasksExtension {
+    config: Arc<TasksConfig>,
+    backend: Option<Arc<dyn TaskBackend>>,
+    running: Mutex<Option<RunningEngine>>,
+}
+
+struct RunningEngine {
+    engine: Engine,
+    shutdown: CancellationToken,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+fn not_found(id: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("Task {id} not found"), None)
+}
+
+fn internal(error: impl std::fmt::Display) -> ErrorData {
+    ErrorData::internal_error(error.to_string(), None)
+}
+
+fn iso8601(ms: u64) -> String {
+    let ms = i64::try_from(ms).unwrap_or(i64::MAX);
+    chrono::DateTime::from_timestamp_millis(ms)
+        .unwrap_or_default()
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// The wire `Task` of a stored task.
+pub(crate) fn task_of(view: &TaskView) -> Task {
+    let mut task = Task::new(
+        view.id.clone(),
+        view.status,
+        iso8601(view.created_at_ms),
+        iso8601(view.updated_at_ms),
+    )
+    .with_poll_interval_ms(view.poll_interval_ms);
+    task.ttl_ms = view.ttl_ms;
+    if let Some(message) = &view.status_message {
+        task = task.with_status_message(message.clone());
+    }
+    task
+}
+
+fn object(value: Option<&Value>) -> JsonObject {
+    value
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The `tasks/get` body of a stored task (C14, C16, R23–R29).
+pub(crate) fn detailed(view: &TaskView) -> DetailedTask {
+    let payload = match view.status {
+        TaskStatus::InputRequired => TaskPayload::InputRequired {
+            input_requests: view
+                .input_requests
+                .iter()
+                .filter_map(|(key, request)| {
+                    serde_json::from_value(request.clone())
+                        .ok()
+                        .map(|request| (key.clone(), request))
+                })
+                .collect(),
+        },
+        TaskStatus::Completed => TaskPayload::Completed {
+            result: object(view.result.as_ref()),
+        },
+        TaskStatus::Failed => TaskPayload::Failed {
+            error: object(view.error.as_ref()),
+        },
+        TaskStatus::Cancelled => TaskPayload::Cancelled,
+        _ => TaskPayload::Working,
+    };
+    DetailedTask::new(task_of(view), payload)
+}
+
+impl Default for TasksExtension {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TasksExtension {
+    /// The extension configured from the environment ([`TasksConfig::from_env`]).
+    pub fn new() -> Self {
+        Self::with_config(TasksConfig::from_env())
+    }
+
+    /// The extension with explicit settings.
+    ///
+    /// ```
+    /// let _ = mcp_tasks::TasksExtension::with_config(mcp_tasks::TasksConfig::default().with_concurrency(2));
+    /// ```
+    pub fn with_config(config: TasksConfig) -> Self {
+        Self {
+            config: Arc::new(config),
+            backend: None,
+            running: Mutex::new(None),
+        }
+    }
+
+    /// Uses `backend` instead of the one the URL names.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use mcp_tasks::{TasksExtension, backend::memory::MemoryBackend};
+    /// let _ = TasksExtension::new().with_backend(Arc::new(MemoryBackend::new()));
+    /// ```
+    pub fn with_backend(mut self, backend: Arc<dyn TaskBackend>) -> Self {
+        self.backend = Some(backend);
+        self
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &TasksConfig {
+        &self.config
+    }
+
+    /// The running engine; `None` before start and after stop (A33).
+    pub fn engine(&self) -> Option<Engine> {
+        self.lock().as_ref().map(|running| running.engine.clone())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<RunningEngine>> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn make_backend(&self) -> Result<Arc<dyn TaskBackend>, BoxError> {
+        if let Some(backend) = &self.backend {
+            return Ok(Arc::clone(backend));
+        }
+        let url = self.config.url.as_str();
+        if url == "memory://" || url.starts_with("memory://") {
+            Ok(Arc::new(MemoryBackend::new()))
+        } else {
+            Err(
+                format!("unsupported task backend URL {url:?}: this build supports memory://")
+                    .into(),
+            )
+        }
+    }
+
+    /// The decision for one `tools/call` (C04–C08, R3–R5, R8, R9): `None` runs it
+    /// synchronously, `Some(Ok)` creates a task, `Some(Err)` refuses it.
+    fn wants_task(call: &CallTool, tool: &ToolInfo) -> Option<Result<(), ErrorData>> {
+        let mode = tool.task_config().mode;
+        if mode == TaskSupport::Forbidden {
+            return None;
+        }
+        let scope = call.context().scope();
+        let opted_in =
+            scope.era() == Era::Modern && scope.client_extension(TASKS_EXTENSION_ID).is_some();
+        match (mode, opted_in) {
+            (_, true) => Some(Ok(())),
+            (TaskSupport::Required, false) => {
+                Some(Err(ErrorData::missing_required_client_capability(
+                    ClientCapabilities::builder().enable_tasks().build(),
+                )))
+            }
+            _ => None,
+        }
+    }
+
+    async fn submit(
+        &self,
+        engine: &Engine,
+        call: &CallTool,
+        tool: &ToolInfo,
+    ) -> Result<CreateTaskResult, ErrorData> {
+        // Arguments are checked before anything exists (I15, D05).
+        tool.validate_arguments(&call.arguments)?;
+        let scope = call.context().scope();
+        let principal = scope.principal().cloned();
+        let owner = Owner::of(principal.as_ref());
+        let snapshot = TaskSnapshot {
+            tool: Some(call.name.clone()),
+            version: tool.version().map(ToString::to_string),
+            principal,
+        };
+        let context = match serde_json::to_value(&snapshot) {
+            Ok(Value::Object(context)) => context,
+            _ => JsonObject::new(),
+        };
+        let idempotent = tool
+            .descriptor()
+            .tool
+            .annotations
+            .and_then(|a| a.idempotent_hint)
+            .unwrap_or(false);
+        let id = ids::new_task_id();
+        let view = engine
+            .backend
+            .submit(NewTask {
+                id: id.clone(),
+                owner: owner.clone(),
+                tool: call.name.clone(),
+                version: snapshot.version,
+                arguments: call.arguments.clone(),
+                context,
+                ttl: Some(self.config.ttl),
+                poll_interval: tool
+                    .task_config()
+                    .poll_interval
+                    .unwrap_or(self.config.poll_interval),
+                max_attempts: if idempotent { IDEMPOTENT_ATTEMPTS } else { 1 },
+            })
+            .await
+            .map_err(internal)?;
+        // The work may start only once this submission has been answered through the root's
+        // middleware (D32): the order is guaranteed, not a race the worker usually loses.
+        let backend = Arc::clone(&engine.backend);
+        scope.after_response(move |delivered| {
+            tokio::spawn(async move {
+                let outcome = if delivered {
+                    backend.release(&owner, &id).await
+                } else {
+                    // The client never learned the id: do not leave the task behind.
+                    backend.cancel(&owner, &id).await.map(drop)
+                };
+                if let Err(error) = outcome {
+                    tracing::warn!(task = %id, %error, "could not release a submitted task");
+                }
+            });
+        });
+        Ok(CreateTaskResult::new(task_of(&view)))
+    }
+
+    async fn answer(
+        &self,
+        cx: &Context,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<Value, ErrorData> {
+        let scope = cx.scope();
+        if scope.era() == Era::Legacy {
+            let version = scope
+                .protocol_version()
+                .map(|v| v.as_str().to_owned())
+                .unwrap_or_default();
+            return Err(ErrorData::new(
+                mcp_types::ErrorCode::METHOD_NOT_FOUND,
+                format!("Method '{method}' is not available at protocol version '{version}'."),
+                None,
+            ));
+        }
+        // R6: checked before any lookup, so a bogus id also gets -32021.
+        if scope.client_extension(TASKS_EXTENSION_ID).is_none() {
+            return Err(ErrorData::new(
+                mcp_types::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                format!(
+                    "This request targets the tasks extension ({TASKS_EXTENSION_ID}); the client did not declare it for this request."
+                ),
+                serde_json::to_value(serde_json::json!({
+                    "requiredCapabilities": ClientCapabilities::builder().enable_tasks().build()
+                }))
+                .ok(),
+            ));
+        }
+        let params = params.unwrap_or(Value::Null);
+        let invalid = |e: serde_json::Error| {
+            ErrorData::invalid_params(format!("Invalid params for {method}: {e}"), None)
+        };
+        let owner = Owner::of(scope.principal());
+        let ack = || serde_json::to_value(TaskAckResult::new()).map_err(internal);
+        match method {
+            "tasks/get" => {
+                let params: GetTaskParams = serde_json::from_value(params).map_err(invalid)?;
+                let Some(engine) = self.engine() else {
+                    return Err(not_found(&params.task_id));
+                };
+                let view = engine
+                    .backend
+                    .get(&owner, &params.task_id)
+                    .await
+                    .map_err(internal)?
+                    .ok_or_else(|| not_found(&params.task_id))?;
+                serde_json::to_value(GetTaskResult::new(detailed(&view))).map_err(internal)
+            }
+            "tasks/update" => {
+                let params: UpdateTaskParams = serde_json::from_value(params).map_err(invalid)?;
+                let Some(engine) = self.engine() else {
+                    return Err(not_found(&params.task_id));
+                };
+                engine
+                    .backend
+                    .deliver_input(&owner, &params.task_id, params.input_responses)
+                    .await
+                    .map_err(internal)?
+                    .ok_or_else(|| not_found(&params.task_id))?;
+                ack()
+            }
+            "tasks/cancel" => {
+                let params: CancelTaskParams = serde_json::from_value(params).map_err(invalid)?;
+                let Some(engine) = self.engine() else {
+                    return Err(not_found(&params.task_id));
+                };
+                engine
+                    .backend
+                    .cancel(&owner, &params.task_id)
+                    .await
+                    .map_err(internal)?
+                    .ok_or_else(|| not_found(&params.task_id))?;
+                ack()
+            }
+            other => Err(ErrorData::new(
+                mcp_types::ErrorCode::METHOD_NOT_FOUND,
+                format!("Method not found: {other}"),
+                None,
+            )),
+        }
+    }
+}
+
+/// Runs the backend's expiry until `shutdown`.
+async fn sweep(backend: Arc<dyn TaskBackend>, shutdown: CancellationToken) {
+    let wakeup = backend.sweeper_wakeup();
+    loop {
+        let next = match backend.expire().await {
+            Ok(next) => next,
+            Err(error) => {
+                tracing::warn!(%error, "expiring tasks failed");
+                Duration::from_secs(1)
+            }
+        };
+        let woken = async {
+            match &wakeup {
+                Some(notify) => notify.notified().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(next) => {}
+            () = woken => {}
+        }
+    }
+}
+
+#[async_trait]
+impl Extension for TasksExtension {
+    fn id(&self) -> &str {
+        TASKS_EXTENSION_ID
+    }
+
+    /// Exactly `{}` (R1).
+    fn settings(&self) -> JsonObject {
+        JsonObject::new()
+    }
+
+    fn methods(&self) -> Vec<String> {
+        METHODS.iter().map(|m| (*m).to_owned()).collect()
+    }
+
+    async fn handle_request(
+        &self,
+        cx: Context,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<Value, ErrorData> {
+        self.answer(&cx, method, params).await
+    }
+
+    async fn intercept_call_tool(
+        &self,
+        call: CallTool,
+        next: ToolCallNext<'_>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(tool) = call
+            .context()
+            .server()
+            .get_tool(&call.name, call.version.as_ref())
+        else {
+            // Unknown tools take the normal path and its error (C09).
+            return next.run(call).await;
+        };
+        match Self::wants_task(&call, &tool) {
+            None => next.run(call).await,
+            Some(Err(refusal)) => Err(refusal),
+            Some(Ok(())) => match self.engine() {
+                Some(engine) => self
+                    .submit(&engine, &call, &tool)
+                    .await
+                    .map(CallToolResponse::Task),
+                // Not started (an in-process call without `start`): run it (C41).
+                None => next.run(call).await,
+            },
+        }
+    }
+
+    async fn on_start(&self, server: &Server) -> Result<(), BoxError> {
+        let backend = self.make_backend()?;
+        let shutdown = CancellationToken::new();
+        let worker = Worker::new(server.clone(), Arc::clone(&backend))
+            .with_concurrency(self.config.concurrency);
+        let tasks = vec![
+            tokio::spawn(worker.run(shutdown.clone())),
+            tokio::spawn(sweep(Arc::clone(&backend), shutdown.clone())),
+        ];
+        *self.lock() = Some(RunningEngine {
+            engine: Engine {
+                backend,
+                config: Arc::clone(&self.config),
+            },
+            shutdown,
+            tasks,
+        });
+        Ok(())
+    }
+
+    async fn on_stop(&self, _server: &Server) {
+        let running = self.lock().take();
+        if let Some(running) = running {
+            running.shutdown.cancel();
+            for task in running.tasks {
+                let _ = task.await;
+            }
+        }
+    }
+}

@@ -1,0 +1,59 @@
+//! Which server runs a task's tool, resolved from what the task stored (D06–D10, H11).
+
+use mcp_core::{
+    Server, ToolInfo,
+    auth::Principal,
+    version::{Version, VersionSpec},
+};
+use serde::{Deserialize, Serialize};
+
+/// What a task keeps of its submitting request, so any worker (in this process or another)
+/// can run it: the tool's name at the root and exact version (D10), and the caller.
+///
+/// ```
+/// let snapshot = mcp_tasks::TaskSnapshot { tool: Some("child_multiply".into()), ..Default::default() };
+/// let json = serde_json::to_value(&snapshot).unwrap();
+/// assert_eq!(json["tool"], "child_multiply");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskSnapshot {
+    /// The tool's name as exposed at the root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// The tool's exact version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The submitting caller; `None` is anonymous.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<Principal>,
+}
+
+/// The tool a snapshot names, looked up on `root` at exactly the recorded version.
+pub fn resolve_tool(root: &Server, tool: &str, version: Option<&str>) -> Option<ToolInfo> {
+    let spec = match version {
+        Some(version) => Some(VersionSpec::exact(Version::new(version).ok()?)),
+        None => None,
+    };
+    root.get_tool(tool, spec.as_ref())
+}
+
+/// The mounted child that owns the snapshot's tool: the **directly** mounted child the tool
+/// is reached through, however deep it lives (single level, D06, D09). `None` when the tool
+/// is the root's own, unknown, or the snapshot names none; the caller then runs it on the
+/// root.
+///
+/// ```
+/// use mcp_core::{Server, ToolDef};
+/// use mcp_tasks::{TaskSnapshot, resolve_owning_server};
+/// let child = Server::new("child");
+/// child.add_tool(ToolDef::new("multiply", || async { 72 })).unwrap();
+/// let root = Server::new("root");
+/// root.mount(&child, "child").unwrap();
+/// let snapshot = TaskSnapshot { tool: Some("child_multiply".into()), ..Default::default() };
+/// assert!(resolve_owning_server(&root, &snapshot).unwrap().ptr_eq(&child));
+/// assert!(resolve_owning_server(&root, &TaskSnapshot::default()).is_none());
+/// ```
+pub fn resolve_owning_server(root: &Server, snapshot: &TaskSnapshot) -> Option<Server> {
+    let tool = resolve_tool(root, snapshot.tool.as_deref()?, snapshot.version.as_deref())?;
+    (!tool.owner().ptr_eq(root)).then(|| tool.owner().clone())
+}
