@@ -520,6 +520,17 @@ impl ToolInfo {
         &self.owner_name
     }
 
+    /// The tool's annotations (hints such as `idempotentHint`), if any.
+    ///
+    /// ```
+    /// # let s = mcp_core::Server::new("s");
+    /// # s.add_tool(mcp_core::ToolDef::new("t", || async {})).unwrap();
+    /// assert!(s.get_tool("t", None).unwrap().annotations().is_none());
+    /// ```
+    pub fn annotations(&self) -> Option<&mcp_types::ToolAnnotations> {
+        self.tool.descriptor.tool.annotations.as_ref()
+    }
+
     /// The tool's input schema.
     ///
     /// ```

@@ -224,9 +224,7 @@ impl TasksExtension {
             _ => JsonObject::new(),
         };
         let idempotent = tool
-            .descriptor()
-            .tool
-            .annotations
+            .annotations()
             .and_then(|a| a.idempotent_hint)
             .unwrap_or(false);
         let id = ids::new_task_id();
