@@ -381,7 +381,8 @@ impl TaskBackend for MemoryBackend {
                     record.fence += 1;
                     record.attempt += 1;
                     record.holder = Some((worker.clone(), lease_until));
-                    let responses = (record.round > 1).then(|| std::mem::take(&mut record.answers));
+                    // Cloned, not taken: a run redelivered after a lost lease needs them again.
+                    let responses = (record.round > 1).then(|| record.answers.clone());
                     claimed.push(Claimed {
                         lease: Lease {
                             task: id.clone(),
@@ -396,7 +397,7 @@ impl TaskBackend for MemoryBackend {
                         attempt: record.attempt,
                         round: record.round,
                         responses,
-                        request_state: record.request_state.take(),
+                        request_state: record.request_state.clone(),
                     });
                     let fence = record.fence;
                     state.leases.push(Reverse((lease_until, id, fence)));
