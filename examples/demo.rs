@@ -1,4 +1,5 @@
-//! The demo server: a parent with four tools and a child mounted under `child`.
+//! The demo server: a parent with four tools and a child mounted under `child`, with the
+//! SEP-2663 Tasks extension (`io.modelcontextprotocol/tasks`) on the parent.
 //!
 //! ```text
 //! cargo run --example demo                          # stdio (the default)
@@ -6,19 +7,28 @@
 //! cargo run --example demo -- --http 127.0.0.1:8000 # Streamable HTTP at /mcp
 //! ```
 //!
-//! | tool | what |
-//! |---|---|
-//! | `add(a, b)` | `a + b` |
-//! | `parent_tool(value)` | `value * 10` |
-//! | `sleep_task(seconds)` | sleeps (at most 60 s, cancellable), then `"slept <seconds>"` |
-//! | `required_task(value)` | `value + 1` |
-//! | `child_multiply(a, b)` | `a * b`, on the mounted child |
-//! | `child_echo(message)` | `message`, on the mounted child |
+//! | tool | what | task |
+//! |---|---|---|
+//! | `add(a, b)` | `a + b` | forbidden |
+//! | `parent_tool(value)` | `value * 10` | optional |
+//! | `sleep_task(seconds)` | sleeps (at most 60 s, cancellable), then `"slept <seconds>"` | optional |
+//! | `required_task(value)` | `value + 1` | required |
+//! | `child_multiply(a, b)` | `a * b`, on the mounted child | optional |
+//! | `child_echo(message)` | `message`, on the mounted child | forbidden |
+//!
+//! A 2026-07-28 request that opts in to the tasks extension (in its `_meta`) gets a
+//! `CreateTaskResult` for an optional or required tool, and polls `tasks/get`; without the
+//! opt-in, optional tools run synchronously and `required_task` answers -32021. The engine
+//! is configured by `MCP_TASKS_URL`, `MCP_TASKS_CONCURRENCY`, `MCP_TASKS_TTL_MS` and
+//! `MCP_TASKS_POLL_INTERVAL_MS`.
 
 use std::{net::SocketAddr, time::Duration};
 
 use clap::Parser;
-use mcpkit::{Args, Context, HttpConfig, HttpServer, Server, ServerError, ToolDef, ToolError};
+use mcpkit::{
+    Args, Context, HttpConfig, HttpServer, Server, ServerError, ToolDef, ToolError,
+    tasks::TasksExtension, types::TaskSupport,
+};
 use serde::Deserialize;
 
 #[derive(Parser, Debug)]
@@ -98,23 +108,39 @@ async fn echo(Args(Message { message }): Args<Message>) -> String {
     message
 }
 
-/// The demo tree. Task modes (`parent_tool`, `sleep_task`, `child_multiply` optional;
-/// `required_task` required; `echo` forbidden) arrive with the tasks extension.
+/// The demo tree, with the tasks extension on the root. Task modes: `parent_tool`,
+/// `sleep_task` and `child_multiply` optional; `required_task` required; `add` and
+/// `child_echo` forbidden.
 fn demo_server() -> Result<Server, ServerError> {
     let child = Server::new("child");
-    child.add_tool(ToolDef::new("multiply", multiply).description("Multiplies two integers"))?;
+    child.add_tool(
+        ToolDef::new("multiply", multiply)
+            .description("Multiplies two integers")
+            .task(true),
+    )?;
     child.add_tool(ToolDef::new("echo", echo).description("Returns the message"))?;
 
     let parent = Server::new("demo")
         .with_version(env!("CARGO_PKG_VERSION"))
         .with_instructions("A demo of mcpkit: arithmetic, a sleeper, and a mounted child.");
     parent.add_tool(ToolDef::new("add", add).description("Adds two integers"))?;
-    parent.add_tool(ToolDef::new("parent_tool", parent_tool).description("Multiplies by ten"))?;
     parent.add_tool(
-        ToolDef::new("sleep_task", sleep_task).description("Sleeps (at most 60 s), then reports"),
+        ToolDef::new("parent_tool", parent_tool)
+            .description("Multiplies by ten")
+            .task(true),
     )?;
-    parent.add_tool(ToolDef::new("required_task", required_task).description("Adds one"))?;
+    parent.add_tool(
+        ToolDef::new("sleep_task", sleep_task)
+            .description("Sleeps (at most 60 s), then reports")
+            .task(true),
+    )?;
+    parent.add_tool(
+        ToolDef::new("required_task", required_task)
+            .description("Adds one")
+            .task(TaskSupport::Required),
+    )?;
     parent.mount(&child, "child")?;
+    parent.add_extension(TasksExtension::new())?;
     Ok(parent)
 }
 

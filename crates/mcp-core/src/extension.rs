@@ -56,6 +56,14 @@ pub trait Extension: Send + Sync + 'static {
         JsonObject::new()
     }
 
+    /// Whether the extension applies to 2025-11-25 (`initialize`) connections too. An
+    /// extension defined only for 2026-07-28, such as tasks (SEP-2663), returns `false`: it
+    /// is then neither advertised nor served on a legacy connection, whose requests proceed
+    /// as if it did not exist (its methods answer `-32601`).
+    fn legacy_era(&self) -> bool {
+        true
+    }
+
     /// The request methods this extension answers, e.g. `["tasks/get"]`.
     fn methods(&self) -> Vec<String> {
         Vec::new()

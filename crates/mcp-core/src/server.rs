@@ -1328,9 +1328,30 @@ impl Server {
     /// assert!(config.capabilities.tools.is_some());
     /// ```
     pub fn server_config(&self) -> ServerConfig {
+        self.config_for(false)
+    }
+
+    /// The answer for a 2025-11-25 connection: without the extensions that apply only to
+    /// 2026-07-28 ([`Extension::legacy_era`]).
+    ///
+    /// ```
+    /// assert!(mcp_core::Server::new("demo").legacy_server_config().capabilities.extensions.is_none());
+    /// ```
+    pub fn legacy_server_config(&self) -> ServerConfig {
+        self.config_for(true)
+    }
+
+    fn config_for(&self, legacy: bool) -> ServerConfig {
         let info = self.info().clone();
         let mut capabilities = ServerCapabilities::builder().enable_tools().build();
-        let extensions = self.extension_settings();
+        let extensions: std::collections::BTreeMap<String, JsonObject> = self
+            .inner
+            .extensions
+            .load()
+            .iter()
+            .filter(|e| !legacy || e.legacy_era())
+            .map(|e| (e.id().to_owned(), e.settings()))
+            .collect();
         if !extensions.is_empty() {
             capabilities.extensions = Some(extensions);
         }

@@ -4,7 +4,10 @@
 //! capability gates and per-era result shaping; the adapter turns each request into a
 //! [`RequestScope`] and hands it to the root server's middleware chain.
 
-use std::sync::Arc;
+use std::sync::{
+    Arc,
+    atomic::{AtomicBool, Ordering},
+};
 
 use mcp_types::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CancelledNotificationParam,
@@ -35,6 +38,10 @@ use crate::{
 pub struct McpService {
     root: Server,
     config: Arc<ServerConfig>,
+    legacy_config: Arc<ServerConfig>,
+    /// Set once this connection did the 2025-11-25 `initialize` handshake: from then on it
+    /// is offered only the extensions that apply to that era.
+    legacy: Arc<AtomicBool>,
 }
 
 impl McpService {
@@ -45,7 +52,26 @@ impl McpService {
     /// ```
     pub fn new(root: Server) -> Self {
         let config = Arc::new(root.server_config());
-        Self { root, config }
+        let legacy_config = Arc::new(root.legacy_server_config());
+        Self {
+            root,
+            config,
+            legacy_config,
+            legacy: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// The same service for a new connection (its own era).
+    ///
+    /// ```
+    /// let service = mcp_core::McpService::new(mcp_core::Server::new("demo"));
+    /// let _per_session = service.for_connection();
+    /// ```
+    pub fn for_connection(&self) -> Self {
+        Self {
+            legacy: Arc::new(AtomicBool::new(false)),
+            ..self.clone()
+        }
     }
 
     /// The root server.
@@ -189,7 +215,11 @@ fn malformed_known_method(method: &str, params: Option<Value>) -> Option<ErrorDa
 
 impl ServerHandler for McpService {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::clone(&self.config)
+        if self.legacy.load(Ordering::Acquire) {
+            ServerConfig::clone(&self.legacy_config)
+        } else {
+            ServerConfig::clone(&self.config)
+        }
     }
 
     async fn initialize(
@@ -197,6 +227,7 @@ impl ServerHandler for McpService {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
+        self.legacy.store(true, Ordering::Release);
         context.peer.set_peer_info(request.clone());
         let result = self.negotiate_initialize(&request)?;
         let message = Message::Initialize(Box::new(Initialize {

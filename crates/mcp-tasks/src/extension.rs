@@ -382,6 +382,11 @@ impl Extension for TasksExtension {
         TASKS_EXTENSION_ID
     }
 
+    /// SEP-2663 is not defined on 2025-11-25 connections (sep2663.md §2.3, C44, R8).
+    fn legacy_era(&self) -> bool {
+        false
+    }
+
     /// Exactly `{}` (R1).
     fn settings(&self) -> JsonObject {
         JsonObject::new()

@@ -119,7 +119,7 @@ impl Server {
     fn http_router_with(&self, config: &HttpConfig, shutdown: CancellationToken) -> Router {
         let service = McpService::new(self.clone());
         let http = StreamableHttpService::new(
-            move || Ok(service.clone()),
+            move || Ok(service.for_connection()),
             Arc::new(LocalSessionManager::default()),
             config.rmcp_config(shutdown),
         );
