@@ -103,7 +103,8 @@ impl TasksConfig {
     /// let _ = mcp_tasks::TasksConfig::default().with_ttl(std::time::Duration::from_secs(60));
     /// ```
     pub fn with_ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = ttl;
+        // `ttlMs` is a positive integer (R19).
+        self.ttl = ttl.max(Duration::from_millis(1));
         self
     }
 
@@ -113,7 +114,8 @@ impl TasksConfig {
     /// let _ = mcp_tasks::TasksConfig::default().with_poll_interval(std::time::Duration::from_secs(1));
     /// ```
     pub fn with_poll_interval(mut self, poll_interval: Duration) -> Self {
-        self.poll_interval = poll_interval;
+        // `pollIntervalMs` is a positive integer (R19).
+        self.poll_interval = poll_interval.max(Duration::from_millis(1));
         self
     }
 }

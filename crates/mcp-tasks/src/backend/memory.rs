@@ -93,6 +93,13 @@ struct Record {
     request_state: Option<String>,
 }
 
+/// A duration in whole milliseconds, rounded up and at least 1: `ttlMs` and
+/// `pollIntervalMs` must be positive integers (R19).
+pub(crate) fn whole_ms(duration: Duration) -> u64 {
+    let ms = duration.as_nanos().div_ceil(1_000_000).max(1);
+    u64::try_from(ms).unwrap_or(u64::MAX)
+}
+
 fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -225,7 +232,9 @@ impl MemoryBackend {
 impl TaskBackend for MemoryBackend {
     async fn submit(&self, task: NewTask) -> Result<TaskView, BackendError> {
         let now = now_ms();
-        let deadline = task.ttl.map(|ttl| Instant::now() + ttl);
+        let deadline = task
+            .ttl
+            .map(|ttl| Instant::now() + Duration::from_millis(whole_ms(ttl)));
         let record = Record {
             owner: task.owner,
             tool: task.tool,
@@ -236,10 +245,8 @@ impl TaskBackend for MemoryBackend {
             status_message: None,
             created_at_ms: now,
             updated_at_ms: now,
-            ttl_ms: task
-                .ttl
-                .map(|ttl| u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)),
-            poll_interval_ms: u64::try_from(task.poll_interval.as_millis()).unwrap_or(u64::MAX),
+            ttl_ms: task.ttl.map(whole_ms),
+            poll_interval_ms: whole_ms(task.poll_interval),
             result: None,
             error: None,
             deadline,
@@ -581,5 +588,172 @@ impl TaskBackend for MemoryBackend {
 
     fn sweeper_wakeup(&self) -> Option<Arc<Notify>> {
         Some(Arc::clone(&self.sweeper))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new_task(ttl: Duration, max_attempts: u32) -> NewTask {
+        NewTask {
+            id: crate::new_task_id(),
+            owner: Owner::of(None),
+            tool: "t".into(),
+            version: None,
+            arguments: JsonObject::new(),
+            context: JsonObject::new(),
+            ttl: Some(ttl),
+            poll_interval: Duration::from_secs(1),
+            max_attempts,
+        }
+    }
+
+    async fn claim_one(backend: &MemoryBackend, worker: &WorkerId) -> Claimed {
+        let mut claimed = backend
+            .claim(worker, 1, Duration::ZERO)
+            .await
+            .expect("claim");
+        assert_eq!(claimed.len(), 1, "one run is ready");
+        claimed.remove(0)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn r31_ttl_expiry_by_the_sweeper_step() {
+        let backend = MemoryBackend::new();
+        let owner = Owner::of(None);
+        let task = backend
+            .submit(new_task(Duration::from_secs(10), 1))
+            .await
+            .expect("submit");
+        tokio::time::advance(Duration::from_secs(9)).await;
+        backend.expire().await.expect("expire");
+        assert!(backend.get(&owner, &task.id).await.expect("get").is_some());
+        tokio::time::advance(Duration::from_secs(2)).await;
+        backend.expire().await.expect("expire");
+        assert!(backend.get(&owner, &task.id).await.expect("get").is_none());
+    }
+
+    #[tokio::test]
+    async fn submitted_work_is_claimable_only_after_release() {
+        let backend = MemoryBackend::new();
+        let worker = WorkerId::new();
+        let task = backend
+            .submit(new_task(Duration::from_secs(60), 1))
+            .await
+            .expect("submit");
+        let early = backend
+            .claim(&worker, 1, Duration::ZERO)
+            .await
+            .expect("claim");
+        assert!(early.is_empty(), "D32: nothing runs before release");
+        backend
+            .release(&Owner::of(None), &task.id)
+            .await
+            .expect("release");
+        assert_eq!(claim_one(&backend, &worker).await.lease.task, task.id);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lost_worker_fails_a_non_idempotent_task() {
+        let backend = MemoryBackend::with_lease(Duration::from_secs(30));
+        let owner = Owner::of(None);
+        let task = backend
+            .submit(new_task(Duration::from_secs(600), 1))
+            .await
+            .expect("submit");
+        backend.release(&owner, &task.id).await.expect("release");
+        let run = claim_one(&backend, &WorkerId::new()).await;
+        tokio::time::advance(Duration::from_secs(31)).await;
+        backend.expire().await.expect("expire");
+        let view = backend
+            .get(&owner, &task.id)
+            .await
+            .expect("get")
+            .expect("kept");
+        assert_eq!(view.status, TaskStatus::Failed);
+        assert_eq!(
+            view.error.as_ref().and_then(|e| e["message"].as_str()),
+            Some("the worker running this task was lost")
+        );
+        // The zombie's late result is refused.
+        let late = backend
+            .complete(&run.lease, json!({}))
+            .await
+            .expect("complete");
+        assert_eq!(late, WriteAck::Terminal);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lost_worker_reruns_an_idempotent_task_and_fences_the_old_lease() {
+        let backend = MemoryBackend::with_lease(Duration::from_secs(30));
+        let owner = Owner::of(None);
+        let task = backend
+            .submit(new_task(Duration::from_secs(600), 3))
+            .await
+            .expect("submit");
+        backend.release(&owner, &task.id).await.expect("release");
+        let first = claim_one(&backend, &WorkerId::new()).await;
+        tokio::time::advance(Duration::from_secs(31)).await;
+        backend.expire().await.expect("expire");
+        let second = claim_one(&backend, &WorkerId::new()).await;
+        assert_eq!(second.attempt, 2);
+        assert_ne!(second.lease.fence, first.lease.fence);
+        let stale = backend
+            .complete(&first.lease, json!({"stale": true}))
+            .await
+            .expect("complete");
+        assert_eq!(stale, WriteAck::Lost, "a fenced-out worker cannot write");
+        let fresh = backend
+            .complete(&second.lease, json!({"ok": true}))
+            .await
+            .expect("complete");
+        assert_eq!(fresh, WriteAck::Recorded);
+        let view = backend
+            .get(&owner, &task.id)
+            .await
+            .expect("get")
+            .expect("kept");
+        assert_eq!(view.result, Some(json!({"ok": true})));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn heartbeats_keep_a_lease() {
+        let backend = MemoryBackend::with_lease(Duration::from_secs(30));
+        let owner = Owner::of(None);
+        let task = backend
+            .submit(new_task(Duration::from_secs(600), 1))
+            .await
+            .expect("submit");
+        backend.release(&owner, &task.id).await.expect("release");
+        let run = claim_one(&backend, &WorkerId::new()).await;
+        for _ in 0..5 {
+            tokio::time::advance(Duration::from_secs(20)).await;
+            let states = backend
+                .heartbeat(std::slice::from_ref(&run.lease))
+                .await
+                .expect("heartbeat");
+            assert_eq!(
+                states,
+                [LeaseState::Held {
+                    cancel_requested: false
+                }]
+            );
+            backend.expire().await.expect("expire");
+        }
+        let view = backend
+            .get(&owner, &task.id)
+            .await
+            .expect("get")
+            .expect("kept");
+        assert_eq!(view.status, TaskStatus::Working);
+    }
+
+    #[test]
+    fn r19_whole_ms_is_positive_and_rounds_up() {
+        assert_eq!(whole_ms(Duration::ZERO), 1);
+        assert_eq!(whole_ms(Duration::from_micros(500)), 1);
+        assert_eq!(whole_ms(Duration::from_micros(1500)), 2);
+        assert_eq!(whole_ms(Duration::from_secs(900)), 900_000);
     }
 }
