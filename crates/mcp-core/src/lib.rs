@@ -49,6 +49,7 @@ mod server;
 mod service;
 mod tool;
 pub mod transport;
+pub mod uri_template;
 pub mod version;
 
 pub use mcp_types as types;
