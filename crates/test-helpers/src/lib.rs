@@ -3,6 +3,7 @@
 //! * [`client`]: rmcp clients in either protocol era, and a client/server pair over an
 //!   in-memory duplex that drives the real wire without ports;
 //! * [`reply`]: unwrapping `tools/call` replies with failure messages that say what went wrong;
+//! * [`backend_conformance`]: the conformance suite every `TaskBackend` must pass;
 //! * [`tasks`]: in-process task drivers (`submit_task`, `wait_for_task`, `run_task`...) with an optional caller and opt-in settings;
 //! * [`wire`]: a stdio tee and a recording HTTP proxy that keep the raw JSON a server sends;
 //! * [`schema`]: validation of that JSON against the official MCP 2026-07-28 and Tasks
@@ -10,6 +11,7 @@
 //!
 //! This crate is for tests only; nothing else in the workspace needs it at run time.
 
+pub mod backend_conformance;
 pub mod client;
 pub mod reply;
 pub mod schema;

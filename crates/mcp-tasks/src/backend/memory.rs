@@ -335,6 +335,8 @@ impl TaskBackend for MemoryBackend {
         record.status = TaskStatus::Working;
         record.status_message = None;
         record.round += 1;
+        // A new round is a first attempt: lost-worker retries count per round.
+        record.attempt = 0;
         record.released = true;
         self.enqueue(&mut state, id);
         drop(state);

@@ -167,7 +167,8 @@ pub enum LeaseState {
     },
     /// Another claim took the task over (the lease lapsed): stop and drop the result.
     Lost,
-    /// The task no longer exists (expired, purged) or is terminal: stop.
+    /// The task no longer exists (expired, purged) or has completed or failed: stop. (A
+    /// cancelled task answers `Held { cancel_requested: true }`.)
     Gone,
 }
 
