@@ -83,15 +83,17 @@ pub(crate) fn task_of(view: &TaskView) -> Task {
     task
 }
 
-fn object(value: Option<&Value>) -> JsonObject {
-    value
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default()
+fn object(value: Option<Value>) -> JsonObject {
+    match value {
+        Some(Value::Object(object)) => object,
+        _ => JsonObject::new(),
+    }
 }
 
-/// The `tasks/get` body of a stored task (C14, C16, R23–R29).
-pub(crate) fn detailed(view: &TaskView) -> DetailedTask {
+/// The `tasks/get` body of a stored task (C14, C16, R23–R29). Takes the view by value so
+/// the stored result moves into the answer instead of being copied again.
+pub(crate) fn detailed(view: TaskView) -> DetailedTask {
+    let task = task_of(&view);
     let payload = match view.status {
         TaskStatus::InputRequired => TaskPayload::InputRequired {
             input_requests: view
@@ -105,15 +107,15 @@ pub(crate) fn detailed(view: &TaskView) -> DetailedTask {
                 .collect(),
         },
         TaskStatus::Completed => TaskPayload::Completed {
-            result: object(view.result.as_ref()),
+            result: object(view.result),
         },
         TaskStatus::Failed => TaskPayload::Failed {
-            error: object(view.error.as_ref()),
+            error: object(view.error),
         },
         TaskStatus::Cancelled => TaskPayload::Cancelled,
         _ => TaskPayload::Working,
     };
-    DetailedTask::new(task_of(view), payload)
+    DetailedTask::new(task, payload)
 }
 
 impl Default for TasksExtension {
@@ -314,7 +316,7 @@ impl TasksExtension {
                     .await
                     .map_err(internal)?
                     .ok_or_else(|| not_found(&params.task_id))?;
-                serde_json::to_value(GetTaskResult::new(detailed(&view))).map_err(internal)
+                serde_json::to_value(GetTaskResult::new(detailed(view))).map_err(internal)
             }
             "tasks/update" => {
                 let params: UpdateTaskParams = serde_json::from_value(params).map_err(invalid)?;
@@ -459,6 +461,10 @@ impl Extension for TasksExtension {
             for task in running.tasks {
                 let _ = task.await;
             }
+            // Freeing a large store takes seconds (hundreds of thousands of records): do it
+            // off the async threads so stopping stays prompt.
+            let engine = running.engine;
+            tokio::task::spawn_blocking(move || drop(engine));
         }
     }
 }
