@@ -3,7 +3,7 @@
 //! Every test name starts with the behaviour ID it covers.
 
 use std::{
-    sync::{Arc, Mutex, PoisonError},
+    sync::{Arc, Mutex},
     time::Duration,
 };
 
@@ -16,50 +16,15 @@ use mcpkit::{
 use serde_json::{Value, json};
 use test_helpers::reply::{assert_unknown_tool, complete, result_of, text_of};
 
+mod support;
+
+use support::{Pair, X, add, listed, lock, mount, v};
+
 // ------------------------------------------------------------------------------ helpers
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Pair {
-    a: i64,
-    b: i64,
-}
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct X {
-    x: i64,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-fn add(server: &Server, def: ToolDef) {
-    let name = def.name().to_owned();
-    if let Err(e) = server.add_tool(def) {
-        panic!("registering {name:?} on {:?} failed: {e}", server.name());
-    }
-}
-
-fn mount(parent: &Server, child: &Server, options: impl Into<MountOptions>) {
-    if let Err(e) = parent.mount(child, options) {
-        panic!(
-            "mounting {:?} into {:?} failed: {e}",
-            child.name(),
-            parent.name()
-        );
-    }
-}
 
 /// A tool with no arguments returning a fixed string.
 fn constant(name: &str, value: &'static str) -> ToolDef {
     ToolDef::new(name, move || async move { value })
-}
-
-async fn listed(server: &Server) -> Vec<ToolInfo> {
-    match server.list_tools().await {
-        Ok(tools) => tools,
-        Err(e) => panic!("list_tools on {:?} failed: {}", server.name(), e.message),
-    }
 }
 
 async fn names(server: &Server) -> Vec<String> {
@@ -68,10 +33,6 @@ async fn names(server: &Server) -> Vec<String> {
         .iter()
         .map(|t| t.name().to_owned())
         .collect()
-}
-
-fn v(raw: &str) -> Version {
-    Version::new(raw).unwrap_or_else(|e| panic!("{raw:?} should be a valid version: {e}"))
 }
 
 /// One `tools/call` as a middleware saw it.

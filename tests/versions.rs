@@ -3,54 +3,21 @@
 //! Every test name starts with the behaviour ID it covers. H08 and H09 (the wire `_meta`
 //! selection and the deduplicated wire listing) are tested at the protocol level elsewhere.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use mcpkit::{
-    Args, CallTool, CurrentServer, Middleware, MountOptions, Next, Server, ServerError, ToolCall,
-    ToolDef, ToolInfo,
+    Args, CallTool, CurrentServer, Middleware, Next, Server, ServerError, ToolCall, ToolDef,
     types::{CallToolResponse, ErrorData},
     version::{Version, VersionSpec},
 };
 use serde_json::{Value, json};
 use test_helpers::reply::{assert_unknown_tool, complete, result_of, text_of};
 
+mod support;
+
+use support::{Pair, X, add, listed, lock, mount, v};
+
 // ------------------------------------------------------------------------------ helpers
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Pair {
-    a: i64,
-    b: i64,
-}
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct X {
-    x: i64,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-fn add(server: &Server, def: ToolDef) {
-    let name = def.name().to_owned();
-    if let Err(e) = server.add_tool(def) {
-        panic!("registering {name:?} on {:?} failed: {e}", server.name());
-    }
-}
-
-fn mount(parent: &Server, child: &Server, options: impl Into<MountOptions>) {
-    if let Err(e) = parent.mount(child, options) {
-        panic!(
-            "mounting {:?} into {:?} failed: {e}",
-            child.name(),
-            parent.name()
-        );
-    }
-}
-
-fn v(raw: &str) -> Version {
-    Version::new(raw).unwrap_or_else(|e| panic!("{raw:?} should be a valid version: {e}"))
-}
 
 fn exact(raw: &str) -> VersionSpec {
     VersionSpec::exact(v(raw))
@@ -71,13 +38,6 @@ fn whoami(name: &str) -> ToolDef {
     ToolDef::new(name, |CurrentServer(server): CurrentServer| async move {
         server.name().to_owned()
     })
-}
-
-async fn listed(server: &Server) -> Vec<ToolInfo> {
-    match server.list_tools().await {
-        Ok(tools) => tools,
-        Err(e) => panic!("list_tools on {:?} failed: {}", server.name(), e.message),
-    }
 }
 
 /// `name@version` of every listed tool (`name@` when unversioned).
