@@ -14,13 +14,12 @@ use std::{
 };
 
 use mcpkit::{
-    Args, Context, HttpConfig, HttpServer, InputRequired, Outcome, Server, ServerError, ToolCall,
-    ToolDef, ToolError,
-    tasks::TasksExtension,
+    HttpConfig, HttpServer, Server, ServerError, ToolCall, ToolDef,
+    tasks::{TasksConfig, TasksExtension},
     types::{
-        CallToolRequestParams, CallToolResponse, CancelTaskParams, ErrorData, GetTaskParams,
-        GetTaskResult, InputRequest, InputResponses, JsonObject, RequestMetaObject,
-        TASKS_EXTENSION_ID, TaskPayload, TaskStatus, TaskSupport, UpdateTaskParams,
+        CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult,
+        InputResponses, JsonObject, RequestMetaObject, TASKS_EXTENSION_ID, TaskPayload, TaskStatus,
+        UpdateTaskParams,
     },
 };
 use rmcp::ServiceError;
@@ -29,101 +28,16 @@ use test_helpers::{
     client::{Lifecycle, TestClient, in_memory},
     schema::{Spec, assert_valid, assert_valid_call_tool_result},
 };
-use tokio::{sync::Notify, time::Instant};
+use tokio::time::Instant;
 
 // ------------------------------------------------------------------------------ the server
 
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Pair {
-    a: i64,
-    b: i64,
-}
+#[path = "support/tasks.rs"]
+mod fixtures;
 
-fn elicit_name() -> InputRequest {
-    serde_json::from_value(json!({
-        "method": "elicitation/create",
-        "params": {
-            "mode": "form",
-            "message": "Your name?",
-            "requestedSchema": {
-                "type": "object",
-                "properties": {"name": {"type": "string"}},
-                "required": ["name"]
-            }
-        }
-    }))
-    .expect("a valid elicitation request")
-}
-
-/// `sync_only` (forbidden), `multiply` (optional), `required_answer` (required), `kaboom`
-/// (tool error), `protocol_fault` (JSON-RPC error), `greet` (asks a name), `slow` (waits
-/// for `release`), and the tasks extension with its defaults.
-fn tasks_server(release: std::sync::Arc<Notify>) -> Server {
-    let server = Server::new("sep2663-wire");
-    server
-        .add_tool(ToolDef::new("sync_only", || async { "sync only" }))
-        .expect("sync_only");
-    server
-        .add_tool(
-            ToolDef::new("multiply", |Args(p): Args<Pair>| async move { p.a * p.b }).task(true),
-        )
-        .expect("multiply");
-    server
-        .add_tool(ToolDef::new("required_answer", || async { 42 }).task(TaskSupport::Required))
-        .expect("required_answer");
-    server
-        .add_tool(
-            ToolDef::new("kaboom", || async {
-                Err::<String, _>(ToolError::new("kaboom"))
-            })
-            .task(true),
-        )
-        .expect("kaboom");
-    server
-        .add_tool(
-            ToolDef::new("protocol_fault", || async {
-                Err::<String, _>(ToolError::protocol(ErrorData::internal_error(
-                    "protocol fault",
-                    Some(json!({"x": 1})),
-                )))
-            })
-            .task(true),
-        )
-        .expect("protocol_fault");
-    server
-        .add_tool(
-            ToolDef::new("greet", |cx: Context| async move {
-                let name = cx
-                    .input_responses()
-                    .and_then(|r| r.get("name"))
-                    .and_then(|a| a["content"]["name"].as_str())
-                    .map(str::to_owned);
-                match name {
-                    Some(name) => Outcome::Done(format!("Hello, {name}!")),
-                    None => {
-                        Outcome::InputRequired(InputRequired::new().request("name", elicit_name()))
-                    }
-                }
-            })
-            .task(true),
-        )
-        .expect("greet");
-    server
-        .add_tool(
-            ToolDef::new("slow", move || {
-                let release = release.clone();
-                async move {
-                    release.notified().await;
-                    "finished"
-                }
-            })
-            .task(true),
-        )
-        .expect("slow");
-    server
-        .add_extension(TasksExtension::new())
-        .expect("tasks extension");
-    server
+/// The shared fixture server with the default tasks settings.
+fn tasks_server() -> (Server, std::sync::Arc<fixtures::Probe>) {
+    fixtures::build(TasksConfig::default())
 }
 
 fn plain_server() -> Server {
@@ -383,8 +297,7 @@ const DONE: [&str; 3] = ["completed", "failed", "cancelled"];
 
 #[tokio::test]
 async fn r01_r02_discover_advertises_tasks_as_an_empty_object_and_no_legacy_slot() {
-    let release = std::sync::Arc::new(Notify::new());
-    let http = Http::serve(tasks_server(release)).await;
+    let http = Http::serve(tasks_server().0).await;
     let answer = http.discover().await;
     let capabilities = &answer.result("server/discover")["capabilities"];
     let settings = capabilities["extensions"]
@@ -410,8 +323,7 @@ async fn r01_r02_discover_advertises_tasks_as_an_empty_object_and_no_legacy_slot
     http.shutdown().await;
 
     // rmcp's client sees the same through its discover handshake.
-    let release = std::sync::Arc::new(Notify::new());
-    let pair = in_memory(tasks_server(release), Lifecycle::Modern, true)
+    let pair = in_memory(tasks_server().0, Lifecycle::Modern, true)
         .await
         .expect("connect");
     let info = pair.client.peer_info().expect("discovered server info");
@@ -429,8 +341,7 @@ async fn r01_r02_discover_advertises_tasks_as_an_empty_object_and_no_legacy_slot
 
 #[tokio::test]
 async fn r07_missing_capability_is_32021_with_http_400() {
-    let release = std::sync::Arc::new(Notify::new());
-    let http = Http::serve(tasks_server(release)).await;
+    let http = Http::serve(tasks_server().0).await;
     let refused = http.tool("required_answer", json!({}), false).await;
     let (code, error) = refused.error("required tool without the opt-in");
     assert_eq!(code, -32021, "{error}");
@@ -467,8 +378,7 @@ async fn r07_missing_capability_is_32021_with_http_400() {
 
 #[tokio::test]
 async fn r48_r49_tasks_requests_need_a_matching_mcp_name() {
-    let release = std::sync::Arc::new(Notify::new());
-    let server = tasks_server(release);
+    let (server, _probe) = tasks_server();
     let http = Http::serve(server.clone()).await;
     let created = http.tool("greet", json!({}), true).await;
     let id = created.result("tools/call")["taskId"]
@@ -521,8 +431,7 @@ async fn r48_r49_tasks_requests_need_a_matching_mcp_name() {
 
 #[tokio::test]
 async fn r09_a_legacy_params_task_is_ignored() {
-    let release = std::sync::Arc::new(Notify::new());
-    let http = Http::serve(tasks_server(release)).await;
+    let http = Http::serve(tasks_server().0).await;
     for (tool, arguments, opt_in) in [
         ("sync_only", json!({}), true),
         ("sync_only", json!({}), false),
@@ -546,8 +455,7 @@ async fn r09_a_legacy_params_task_is_ignored() {
 
 #[tokio::test]
 async fn r10_r11_removed_and_unadvertised_tasks_methods_are_32601() {
-    let release = std::sync::Arc::new(Notify::new());
-    let http = Http::serve(tasks_server(release)).await;
+    let http = Http::serve(tasks_server().0).await;
     for method in ["tasks/result", "tasks/list"] {
         let answer = http
             .call(method, json!({"taskId": "x"}), true, Name::Missing)
@@ -582,8 +490,7 @@ async fn r10_r11_removed_and_unadvertised_tasks_methods_are_32601() {
 
 #[tokio::test]
 async fn r30_r37_r42_r45_bad_task_requests_over_http_are_32602() {
-    let release = std::sync::Arc::new(Notify::new());
-    let server = tasks_server(release);
+    let (server, _probe) = tasks_server();
     let http = Http::serve(server.clone()).await;
     for (method, params) in [
         ("tasks/get", json!({"taskId": "no-such-task"})),
@@ -618,8 +525,7 @@ async fn r30_r37_r42_r45_bad_task_requests_over_http_are_32602() {
 
 #[tokio::test]
 async fn r04_r13_r14_r16_r21_r25_r26_r27_raw_http_lifecycle() {
-    let release = std::sync::Arc::new(Notify::new());
-    let server = tasks_server(release);
+    let (server, _probe) = tasks_server();
     let http = Http::serve(server.clone()).await;
     // R21: a synchronous answer.
     let sync = http.tool("multiply", json!({"a": 8, "b": 9}), false).await;
@@ -725,8 +631,7 @@ fn call_params(name: &'static str, arguments: Value) -> CallToolRequestParams {
 
 #[tokio::test]
 async fn r25_r29_r36_r40_r43_r46_rmcp_client_lifecycle() {
-    let release = std::sync::Arc::new(Notify::new());
-    let server = tasks_server(release.clone());
+    let (server, probe) = tasks_server();
     let pair = in_memory(server.clone(), Lifecycle::Modern, true)
         .await
         .expect("connect");
@@ -773,7 +678,7 @@ async fn r25_r29_r36_r40_r43_r46_rmcp_client_lifecycle() {
     assert_eq!(input_requests.len(), 1, "R29");
     let key = input_requests.keys().next().expect("a key").clone();
     let mut responses = InputResponses::new();
-    responses.insert(key, json!({"action": "accept", "content": {"name": "Ada"}}));
+    responses.insert(key, fixtures::accept("name", "Ada"));
     client
         .update_task(UpdateTaskParams::new(id.clone(), responses))
         .await
@@ -813,7 +718,7 @@ async fn r25_r29_r36_r40_r43_r46_rmcp_client_lifecycle() {
     )
     .await;
     assert_eq!(done.task.task.status, TaskStatus::Cancelled, "R46");
-    release.notify_one();
+    probe.slow_release.notify_one();
     pair.client.cancel().await.expect("close");
 }
 
@@ -826,8 +731,7 @@ async fn r03_r08_connections_without_the_modern_optin_never_get_a_task() {
         (Lifecycle::Legacy, false),
         (Lifecycle::Modern, false),
     ] {
-        let release = std::sync::Arc::new(Notify::new());
-        let pair = in_memory(tasks_server(release), lifecycle, tasks)
+        let pair = in_memory(tasks_server().0, lifecycle, tasks)
             .await
             .expect("connect");
         let what = format!("{lifecycle:?}, tasks declared: {tasks}");

@@ -13,6 +13,7 @@ use mcpkit::{
 use serde_json::{Value, json};
 use test_helpers::reply::{assert_unknown_tool, complete, result_of, text_of};
 
+#[path = "support/tree.rs"]
 mod support;
 
 use support::{Pair, X, add, listed, lock, mount, v};
