@@ -11,8 +11,8 @@ use std::sync::{
 
 use async_trait::async_trait;
 use mcpkit::{
-    Args, CallTool, Context, CurrentServer, Extension, ListTools, Message, Middleware, Next, Reply,
-    Server, ToolCall, ToolCallNext, ToolDef, ToolError, ToolInfo,
+    Args, CallTool, Context, CurrentServer, Extension, ListTools, Middleware, Next, Server,
+    ToolCall, ToolCallNext, ToolDef, ToolError, ToolInfo,
     types::{
         CallToolResponse, CallToolResult, ContentBlock, CreateTaskResult, ErrorData, Task,
         TaskStatus,
@@ -20,26 +20,9 @@ use mcpkit::{
     version::{Version, VersionSpec},
 };
 use serde_json::{Value, json};
+use test_helpers::middleware::{CallTrace, HookRecorder, Log};
 
 // ------------------------------------------------------------------------------ helpers
-
-type Log = Arc<Mutex<Vec<String>>>;
-
-fn new_log() -> Log {
-    Arc::default()
-}
-
-fn push(log: &Log, entry: impl Into<String>) {
-    log.lock().expect("log lock").push(entry.into());
-}
-
-fn entries(log: &Log) -> Vec<String> {
-    log.lock().expect("log lock").clone()
-}
-
-fn clear(log: &Log) {
-    log.lock().expect("log lock").clear();
-}
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Pair {
@@ -57,7 +40,7 @@ fn traced_tool(name: &str, log: &Log) -> ToolDef {
     ToolDef::new(name, move || {
         let log = log.clone();
         async move {
-            push(&log, "tool");
+            log.push("tool");
             42i64
         }
     })
@@ -108,89 +91,8 @@ fn sample_task(id: &str) -> CreateTaskResult {
     )
 }
 
-/// `label:before` / `label:after` around `on_call_tool`.
-struct Trace {
-    label: &'static str,
-    log: Log,
-}
-
-#[async_trait]
-impl Middleware for Trace {
-    async fn on_call_tool(
-        &self,
-        call: CallTool,
-        next: Next<'_, CallTool>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        push(&self.log, format!("{}:before", self.label));
-        let reply = next.run(call).await;
-        push(&self.log, format!("{}:after", self.label));
-        reply
-    }
-}
-
-/// Records every hook as `label:hook:method:before|after`.
-struct Hooks {
-    label: &'static str,
-    log: Log,
-}
-
-impl Hooks {
-    fn record(&self, hook: &str, method: &str, phase: &str) {
-        push(&self.log, format!("{}:{hook}:{method}:{phase}", self.label));
-    }
-}
-
-#[async_trait]
-impl Middleware for Hooks {
-    async fn on_message(&self, message: Message, next: Next<'_>) -> Result<Reply, ErrorData> {
-        let method = message.method().to_owned();
-        self.record("on_message", &method, "before");
-        let reply = next.run(message).await;
-        self.record("on_message", &method, "after");
-        reply
-    }
-
-    async fn on_request(&self, message: Message, next: Next<'_>) -> Result<Reply, ErrorData> {
-        let method = message.method().to_owned();
-        self.record("on_request", &method, "before");
-        let reply = next.run(message).await;
-        self.record("on_request", &method, "after");
-        reply
-    }
-
-    async fn on_notification(&self, message: Message, next: Next<'_>) -> Result<Reply, ErrorData> {
-        let method = message.method().to_owned();
-        self.record("on_notification", &method, "before");
-        let reply = next.run(message).await;
-        self.record("on_notification", &method, "after");
-        reply
-    }
-
-    async fn on_call_tool(
-        &self,
-        call: CallTool,
-        next: Next<'_, CallTool>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        self.record("on_call_tool", "tools/call", "before");
-        let reply = next.run(call).await;
-        self.record("on_call_tool", "tools/call", "after");
-        reply
-    }
-
-    async fn on_list_tools(
-        &self,
-        list: ListTools,
-        next: Next<'_, ListTools>,
-    ) -> Result<Vec<ToolInfo>, ErrorData> {
-        self.record("on_list_tools", "tools/list", "before");
-        let reply = next.run(list).await;
-        self.record("on_list_tools", "tools/list", "after");
-        reply
-    }
-}
-
 fn befores(log: &Log, label: &str) -> Vec<String> {
-    entries(log)
+    log.entries()
         .into_iter()
         .filter(|e| e.starts_with(&format!("{label}:")) && e.ends_with(":before"))
         .collect()
@@ -213,9 +115,9 @@ impl Extension for ExtTrace {
         call: CallTool,
         next: ToolCallNext<'_>,
     ) -> Result<CallToolResponse, ErrorData> {
-        push(&self.log, format!("{}:before", self.id));
+        self.log.push(format!("{}:before", self.id));
         let reply = next.run(call).await;
-        push(&self.log, format!("{}:after", self.id));
+        self.log.push(format!("{}:after", self.id));
         reply
     }
 }
@@ -262,12 +164,9 @@ impl Extension for TaskingExt {
 
 #[tokio::test]
 async fn b01_b04_tools_call_fires_message_request_and_call_tool_with_its_method() {
-    let log = new_log();
+    let log = Log::new();
     let server = Server::new("s");
-    server.add_middleware(Hooks {
-        label: "s",
-        log: log.clone(),
-    });
+    server.add_middleware(HookRecorder::new("s", &log));
     server.tool("add", add).expect("add tool");
 
     let result = complete(server.call_tool("add", json!({"a": 1, "b": 2})).await);
@@ -282,29 +181,26 @@ async fn b01_b04_tools_call_fires_message_request_and_call_tool_with_its_method(
         ]
     );
     assert!(
-        entries(&log)
+        log.entries()
             .iter()
             .all(|e| e.contains(":tools/call:") && !e.contains("on_list_tools")),
         "only tools/call hooks fire: {:?}",
-        entries(&log)
+        log.entries()
     );
 }
 
 #[tokio::test]
 async fn b01_b04_tools_list_fires_message_request_and_on_list_tools() {
-    let log = new_log();
+    let log = Log::new();
     let server = Server::new("s");
-    server.add_middleware(Hooks {
-        label: "s",
-        log: log.clone(),
-    });
+    server.add_middleware(HookRecorder::new("s", &log));
     server.tool("add", add).expect("add tool");
 
     let tools = server.list_tools().await.expect("tools/list");
     assert_eq!(tools.len(), 1);
 
     assert_eq!(
-        entries(&log),
+        log.entries(),
         [
             "s:on_message:tools/list:before",
             "s:on_request:tools/list:before",
@@ -318,12 +214,9 @@ async fn b01_b04_tools_list_fires_message_request_and_on_list_tools() {
 
 #[tokio::test]
 async fn b02_on_message_wraps_on_request_wraps_on_call_tool() {
-    let log = new_log();
+    let log = Log::new();
     let server = Server::new("s");
-    server.add_middleware(Hooks {
-        label: "s",
-        log: log.clone(),
-    });
+    server.add_middleware(HookRecorder::new("s", &log));
     server
         .add_tool(traced_tool("compute", &log))
         .expect("compute tool");
@@ -331,7 +224,7 @@ async fn b02_on_message_wraps_on_request_wraps_on_call_tool() {
     complete(server.call_tool("compute", Value::Null).await);
 
     assert_eq!(
-        entries(&log),
+        log.entries(),
         [
             "s:on_message:tools/call:before",
             "s:on_request:tools/call:before",
@@ -348,16 +241,10 @@ async fn b02_on_message_wraps_on_request_wraps_on_call_tool() {
 
 #[tokio::test]
 async fn b03_first_added_middleware_is_outermost() {
-    let log = new_log();
+    let log = Log::new();
     let server = Server::new("s");
-    server.add_middleware(Trace {
-        label: "first",
-        log: log.clone(),
-    });
-    server.add_middleware(Trace {
-        label: "second",
-        log: log.clone(),
-    });
+    server.add_middleware(CallTrace::new("first", &log));
+    server.add_middleware(CallTrace::new("second", &log));
     server
         .add_tool(traced_tool("compute", &log))
         .expect("compute tool");
@@ -365,7 +252,7 @@ async fn b03_first_added_middleware_is_outermost() {
     complete(server.call_tool("compute", Value::Null).await);
 
     assert_eq!(
-        entries(&log),
+        log.entries(),
         [
             "first:before",
             "second:before",
@@ -378,36 +265,27 @@ async fn b03_first_added_middleware_is_outermost() {
 
 #[tokio::test]
 async fn b28_middleware_runs_in_the_order_added_including_later_additions() {
-    let log = new_log();
+    let log = Log::new();
     let server = Server::new("s");
     server
-        .add_middleware(Trace {
-            label: "a",
-            log: log.clone(),
-        })
-        .add_middleware(Trace {
-            label: "b",
-            log: log.clone(),
-        });
+        .add_middleware(CallTrace::new("a", &log))
+        .add_middleware(CallTrace::new("b", &log));
     server
         .add_tool(traced_tool("compute", &log))
         .expect("compute tool");
 
     complete(server.call_tool("compute", Value::Null).await);
     assert_eq!(
-        entries(&log),
+        log.entries(),
         ["a:before", "b:before", "tool", "b:after", "a:after"]
     );
 
     // A middleware added after the first call joins the end of the same list (innermost).
-    clear(&log);
-    server.add_middleware(Trace {
-        label: "c",
-        log: log.clone(),
-    });
+    log.clear();
+    server.add_middleware(CallTrace::new("c", &log));
     complete(server.call_tool("compute", Value::Null).await);
     assert_eq!(
-        entries(&log),
+        log.entries(),
         [
             "a:before", "b:before", "c:before", "tool", "c:after", "b:after", "a:after"
         ]
@@ -601,20 +479,17 @@ impl Middleware for AddFive {
 
 #[tokio::test]
 async fn b08_without_middleware_runs_no_middleware() {
-    let log = new_log();
+    let log = Log::new();
     let server = Server::new("s");
-    server.add_middleware(Hooks {
-        label: "s",
-        log: log.clone(),
-    });
+    server.add_middleware(HookRecorder::new("s", &log));
     server.add_middleware(AddFive);
     server.tool("add", add).expect("add tool");
 
     let with = complete(server.call_tool("add", json!({"a": 5, "b": 3})).await);
     assert_eq!(result_of(&with), json!(13));
-    assert!(!entries(&log).is_empty(), "middleware ran on a normal call");
+    assert!(!log.entries().is_empty(), "middleware ran on a normal call");
 
-    clear(&log);
+    log.clear();
     let without = complete(
         server
             .call(
@@ -625,28 +500,22 @@ async fn b08_without_middleware_runs_no_middleware() {
             .await,
     );
     assert_eq!(result_of(&without), json!(8));
-    assert_eq!(entries(&log), Vec::<String>::new());
+    assert_eq!(log.entries(), Vec::<String>::new());
 }
 
 #[tokio::test]
 async fn b08_b09_without_middleware_skips_nested_middleware_and_extension_interceptors() {
-    let log = new_log();
+    let log = Log::new();
     let child = Server::new("child");
     child.tool("add", add).expect("add tool");
-    child.add_middleware(Hooks {
-        label: "child",
-        log: log.clone(),
-    });
+    child.add_middleware(HookRecorder::new("child", &log));
     child.add_middleware(AddFive);
     let (child_ext, child_intercepted) = TaskingExt::new();
     child.add_extension(child_ext).expect("child extension");
 
     let parent = Server::new("parent");
     parent.mount(&child, "c").expect("mount");
-    parent.add_middleware(Hooks {
-        label: "parent",
-        log: log.clone(),
-    });
+    parent.add_middleware(HookRecorder::new("parent", &log));
     let (parent_ext, parent_intercepted) = TaskingExt::new();
     parent.add_extension(parent_ext).expect("parent extension");
 
@@ -654,7 +523,7 @@ async fn b08_b09_without_middleware_skips_nested_middleware_and_extension_interc
     let task = task_reply(parent.call_tool("c_add", json!({"a": 5, "b": 3})).await);
     assert_eq!(task.task.task_id, "task-1");
     assert_eq!(parent_intercepted.load(Ordering::SeqCst), 1);
-    clear(&log);
+    log.clear();
 
     let reply = complete(
         parent
@@ -666,7 +535,7 @@ async fn b08_b09_without_middleware_skips_nested_middleware_and_extension_interc
             .await,
     );
     assert_eq!(result_of(&reply), json!(8));
-    assert_eq!(entries(&log), Vec::<String>::new());
+    assert_eq!(log.entries(), Vec::<String>::new());
     assert_eq!(parent_intercepted.load(Ordering::SeqCst), 1);
     assert_eq!(child_intercepted.load(Ordering::SeqCst), 0);
 }
@@ -675,12 +544,9 @@ async fn b08_b09_without_middleware_skips_nested_middleware_and_extension_interc
 
 #[tokio::test]
 async fn b10_middleware_then_extensions_first_registered_outermost() {
-    let log = new_log();
+    let log = Log::new();
     let server = Server::new("s");
-    server.add_middleware(Trace {
-        label: "mw",
-        log: log.clone(),
-    });
+    server.add_middleware(CallTrace::new("mw", &log));
     server
         .add_extension(ExtTrace {
             id: "ext1",
@@ -700,7 +566,7 @@ async fn b10_middleware_then_extensions_first_registered_outermost() {
     complete(server.call_tool("compute", Value::Null).await);
 
     assert_eq!(
-        entries(&log),
+        log.entries(),
         [
             "mw:before",
             "ext1:before",
@@ -727,9 +593,9 @@ impl Middleware for SeeReply {
     ) -> Result<CallToolResponse, ErrorData> {
         let reply = next.run(call).await?;
         match &reply {
-            CallToolResponse::Task(task) => push(&self.log, format!("task:{}", task.task.task_id)),
-            CallToolResponse::Complete(_) => push(&self.log, "complete"),
-            _ => push(&self.log, "other"),
+            CallToolResponse::Task(task) => self.log.push(format!("task:{}", task.task.task_id)),
+            CallToolResponse::Complete(_) => self.log.push("complete"),
+            _ => self.log.push("other"),
         }
         Ok(reply)
     }
@@ -737,7 +603,7 @@ impl Middleware for SeeReply {
 
 #[tokio::test]
 async fn b10_extension_short_circuit_with_a_task_is_what_middleware_next_returns() {
-    let log = new_log();
+    let log = Log::new();
     let server = Server::new("s");
     server.add_middleware(SeeReply { log: log.clone() });
     let (ext, intercepted) = TaskingExt::new();
@@ -750,38 +616,29 @@ async fn b10_extension_short_circuit_with_a_task_is_what_middleware_next_returns
 
     assert_eq!(task, sample_task("task-1"));
     assert_eq!(intercepted.load(Ordering::SeqCst), 1);
-    assert_eq!(entries(&log), ["task:task-1"], "the tool never ran");
+    assert_eq!(log.entries(), ["task:task-1"], "the tool never ran");
 }
 
 #[tokio::test]
 async fn b11_root_extension_short_circuit_never_runs_child_or_grandchild_middleware() {
-    let log = new_log();
+    let log = Log::new();
     let grandchild = Server::new("grandchild");
     grandchild
         .add_tool(traced_tool("compute", &log))
         .expect("compute tool");
-    grandchild.add_middleware(Trace {
-        label: "grandchild",
-        log: log.clone(),
-    });
+    grandchild.add_middleware(CallTrace::new("grandchild", &log));
     let child = Server::new("child");
-    child.add_middleware(Trace {
-        label: "child",
-        log: log.clone(),
-    });
+    child.add_middleware(CallTrace::new("child", &log));
     child.mount(&grandchild, "gc").expect("mount grandchild");
     let parent = Server::new("parent");
-    parent.add_middleware(Trace {
-        label: "parent",
-        log: log.clone(),
-    });
+    parent.add_middleware(CallTrace::new("parent", &log));
     parent.mount(&child, "c").expect("mount child");
     let (ext, _) = TaskingExt::new();
     parent.add_extension(ext).expect("extension");
 
     let task = task_reply(parent.call_tool("c_gc_compute", Value::Null).await);
     assert_eq!(task.task.task_id, "task-1");
-    assert_eq!(entries(&log), ["parent:before", "parent:after"]);
+    assert_eq!(log.entries(), ["parent:before", "parent:after"]);
 }
 
 /// Truncates the text of complete results to 5 characters; passes anything else through.
@@ -798,7 +655,7 @@ impl Middleware for LimitSize {
     ) -> Result<CallToolResponse, ErrorData> {
         match next.run(call).await? {
             CallToolResponse::Complete(mut result) => {
-                push(&self.log, "limited");
+                self.log.push("limited");
                 for block in &mut result.content {
                     if let Some(text) = block.as_text() {
                         let short: String = text.text.chars().take(5).collect();
@@ -808,7 +665,7 @@ impl Middleware for LimitSize {
                 Ok(CallToolResponse::Complete(result))
             }
             other => {
-                push(&self.log, "passed");
+                self.log.push("passed");
                 Ok(other)
             }
         }
@@ -817,7 +674,7 @@ impl Middleware for LimitSize {
 
 #[tokio::test]
 async fn b19_result_inspecting_middleware_passes_a_task_through_untouched() {
-    let log = new_log();
+    let log = Log::new();
     let server = Server::new("s");
     server.add_middleware(LimitSize { log: log.clone() });
     let intercepted = Arc::new(AtomicUsize::new(0));
@@ -840,31 +697,25 @@ async fn b19_result_inspecting_middleware_passes_a_task_through_untouched() {
     // ...and leaves a task handle exactly as the extension made it.
     let task = task_reply(server.call_tool("square", Value::Null).await);
     assert_eq!(task, sample_task("task-1"));
-    assert_eq!(entries(&log), ["limited", "passed"]);
+    assert_eq!(log.entries(), ["limited", "passed"]);
 }
 
 // ------------------------------------------------------------------------------ B12, B13, B15, B16
 
 #[tokio::test]
 async fn b12_mounted_call_runs_the_parent_chain_then_the_child_chain() {
-    let log = new_log();
+    let log = Log::new();
     let child = Server::new("child");
     child.add_tool(traced_tool("compute", &log)).expect("tool");
-    child.add_middleware(Hooks {
-        label: "child",
-        log: log.clone(),
-    });
+    child.add_middleware(HookRecorder::new("child", &log));
     let parent = Server::new("parent");
     parent.mount(&child, "c").expect("mount");
-    parent.add_middleware(Hooks {
-        label: "parent",
-        log: log.clone(),
-    });
+    parent.add_middleware(HookRecorder::new("parent", &log));
 
     complete(parent.call_tool("c_compute", Value::Null).await);
 
     assert_eq!(
-        entries(&log),
+        log.entries(),
         [
             "parent:on_message:tools/call:before",
             "parent:on_request:tools/call:before",
@@ -886,33 +737,24 @@ async fn b12_mounted_call_runs_the_parent_chain_then_the_child_chain() {
 /// THE KEY ACCEPTANCE TEST.
 #[tokio::test]
 async fn b03_b12_trace_grandchild_under_child_under_parent() {
-    let log = new_log();
+    let log = Log::new();
     let grandchild = Server::new("grandchild");
-    grandchild.add_middleware(Trace {
-        label: "grandchild",
-        log: log.clone(),
-    });
+    grandchild.add_middleware(CallTrace::new("grandchild", &log));
     grandchild
         .add_tool(traced_tool("compute", &log))
         .expect("compute tool");
     let child = Server::new("child");
-    child.add_middleware(Trace {
-        label: "child",
-        log: log.clone(),
-    });
+    child.add_middleware(CallTrace::new("child", &log));
     child.mount(&grandchild, "gc").expect("mount grandchild");
     let parent = Server::new("parent");
-    parent.add_middleware(Trace {
-        label: "parent",
-        log: log.clone(),
-    });
+    parent.add_middleware(CallTrace::new("parent", &log));
     parent.mount(&child, "c").expect("mount child");
 
     let result = complete(parent.call_tool("c_gc_compute", Value::Null).await);
     assert_eq!(result_of(&result), json!(42));
 
     assert_eq!(
-        entries(&log),
+        log.entries(),
         [
             "parent:before",
             "child:before",
@@ -927,25 +769,19 @@ async fn b03_b12_trace_grandchild_under_child_under_parent() {
 
 #[tokio::test]
 async fn b13_parent_own_tool_call_records_no_child_hooks() {
-    let log = new_log();
+    let log = Log::new();
     let child = Server::new("child");
     child.tool("add", add).expect("child tool");
-    child.add_middleware(Hooks {
-        label: "child",
-        log: log.clone(),
-    });
+    child.add_middleware(HookRecorder::new("child", &log));
     let parent = Server::new("parent");
     parent.tool("add", add).expect("parent tool");
     parent.mount(&child, "c").expect("mount");
-    parent.add_middleware(Hooks {
-        label: "parent",
-        log: log.clone(),
-    });
+    parent.add_middleware(HookRecorder::new("parent", &log));
 
     let result = complete(parent.call_tool("add", json!({"a": 2, "b": 2})).await);
     assert_eq!(result_of(&result), json!(4));
 
-    let all = entries(&log);
+    let all = log.entries();
     assert!(
         all.iter().any(|e| e.starts_with("parent:")),
         "the parent's middleware ran: {all:?}"
@@ -958,18 +794,12 @@ async fn b13_parent_own_tool_call_records_no_child_hooks() {
 
 #[tokio::test]
 async fn b15_parent_list_fires_the_child_and_grandchild_list_hooks() {
-    let log = new_log();
+    let log = Log::new();
     let grandchild = Server::new("grandchild");
     grandchild.tool("compute", || async { 1 }).expect("tool");
-    grandchild.add_middleware(Hooks {
-        label: "grandchild",
-        log: log.clone(),
-    });
+    grandchild.add_middleware(HookRecorder::new("grandchild", &log));
     let child = Server::new("child");
-    child.add_middleware(Hooks {
-        label: "child",
-        log: log.clone(),
-    });
+    child.add_middleware(HookRecorder::new("child", &log));
     child.mount(&grandchild, "gc").expect("mount grandchild");
     let parent = Server::new("parent");
     parent.mount(&child, "c").expect("mount child");
@@ -1008,22 +838,19 @@ impl Middleware for Names {
         call: CallTool,
         next: Next<'_, CallTool>,
     ) -> Result<CallToolResponse, ErrorData> {
-        push(
-            &self.log,
-            format!(
-                "{}:{}@{}",
-                self.label,
-                call.name,
-                call.context().server().name()
-            ),
-        );
+        self.log.push(format!(
+            "{}:{}@{}",
+            self.label,
+            call.name,
+            call.context().server().name()
+        ));
         next.run(call).await
     }
 }
 
 #[tokio::test]
 async fn b16_each_server_sees_names_in_its_own_namespace() {
-    let log = new_log();
+    let log = Log::new();
     let grandchild = Server::new("grandchild");
     grandchild
         .add_middleware(Names {
@@ -1048,7 +875,7 @@ async fn b16_each_server_sees_names_in_its_own_namespace() {
     complete(parent.call_tool("c_gc_compute", Value::Null).await);
 
     assert_eq!(
-        entries(&log),
+        log.entries(),
         [
             "parent:c_gc_compute@parent",
             "child:gc_compute@child",
@@ -1138,40 +965,31 @@ async fn b17_child_middleware_denial_reaches_the_parent_caller() {
 
 #[tokio::test]
 async fn b25_on_message_and_on_request_fire_once_per_call_per_server() {
-    let log = new_log();
+    let log = Log::new();
     let grandchild = Server::new("grandchild");
     grandchild.tool("compute", || async { 1 }).expect("tool");
-    grandchild.add_middleware(Hooks {
-        label: "grandchild",
-        log: log.clone(),
-    });
+    grandchild.add_middleware(HookRecorder::new("grandchild", &log));
     let child = Server::new("child");
     child.mount(&grandchild, "gc").expect("mount grandchild");
-    child.add_middleware(Hooks {
-        label: "child",
-        log: log.clone(),
-    });
+    child.add_middleware(HookRecorder::new("child", &log));
     let parent = Server::new("parent");
     parent.mount(&child, "c").expect("mount child");
-    parent.add_middleware(Hooks {
-        label: "parent",
-        log: log.clone(),
-    });
+    parent.add_middleware(HookRecorder::new("parent", &log));
 
     complete(parent.call_tool("c_gc_compute", Value::Null).await);
-    let count = |entry: String| entries(&log).iter().filter(|e| **e == entry).count();
+    let count = |entry: String| log.entries().iter().filter(|e| **e == entry).count();
     for label in ["parent", "child", "grandchild"] {
         for hook in ["on_message", "on_request", "on_call_tool"] {
             assert_eq!(
                 count(format!("{label}:{hook}:tools/call:before")),
                 1,
                 "{label} {hook} once per call: {:?}",
-                entries(&log)
+                log.entries()
             );
         }
     }
 
-    clear(&log);
+    log.clear();
     parent.list_tools().await.expect("tools/list");
     for label in ["parent", "child", "grandchild"] {
         for hook in ["on_message", "on_request", "on_list_tools"] {
@@ -1179,7 +997,7 @@ async fn b25_on_message_and_on_request_fire_once_per_call_per_server() {
                 count(format!("{label}:{hook}:tools/list:before")),
                 1,
                 "{label} {hook} once per list: {:?}",
-                entries(&log)
+                log.entries()
             );
         }
     }

@@ -16,16 +16,11 @@
 //! Every `CreateTaskResult` and every final `GetTaskResult` is also validated against the
 //! official `ext-tasks` schema (inside the helpers below).
 
-use std::{
-    error::Error,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{error::Error, sync::Arc, time::Duration};
 
-use async_trait::async_trait;
 use mcp_proxy::{ClientFactory, ProxyTool};
 use mcpkit::{
-    Args, CallTool, Context, CurrentServer, Middleware, Next, Server, ToolDef,
+    Args, Context, CurrentServer, Server, ToolDef,
     tasks::{Engine, TaskSnapshot, TasksExtension, resolve_owning_server},
     types::{
         CallToolResponse, CallToolResult, CreateTaskResult, ErrorData, GetTaskResult, JsonObject,
@@ -34,6 +29,7 @@ use mcpkit::{
 };
 use serde_json::{Value, json};
 use test_helpers::{
+    middleware::{CallTrace, Log},
     reply,
     schema::{Spec, assert_valid},
     tasks::{
@@ -696,40 +692,15 @@ async fn mounted_task_config_modes_forbidden_mode_sync_through_mount() -> TestRe
 
 // ------------------------------------------------------ TestMiddlewareWithMountedTasks
 
-type Calls = Arc<Mutex<Vec<String>>>;
-
-fn push(calls: &Calls, entry: impl Into<String>) {
-    calls.lock().expect("calls lock").push(entry.into());
-}
-
-/// The seed's `ToolTracingMiddleware`: `<name>:before` / `<name>:after` around
-/// `on_call_tool`.
-struct ToolTracingMiddleware {
-    name: &'static str,
-    calls: Calls,
-}
-
-#[async_trait]
-impl Middleware for ToolTracingMiddleware {
-    async fn on_call_tool(
-        &self,
-        call: CallTool,
-        next: Next<'_, CallTool>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        push(&self.calls, format!("{}:before", self.name));
-        let result = next.run(call).await;
-        push(&self.calls, format!("{}:after", self.name));
-        result
-    }
-}
-
+/// The seed's `ToolTracingMiddleware` is `test_helpers::middleware::CallTrace`:
+/// `<name>:before` / `<name>:after` around `on_call_tool`.
 /// For a tasked call, the root's middleware wraps the submission. The interceptor composes
 /// at the registering (parent) server and short-circuits before delegating into the
 /// mounted child, so child middleware does not wrap a tasked submission; the tool body runs
 /// later in the worker.
 #[tokio::test]
 async fn middleware_with_mounted_tasks_root_middleware_wraps_task_submission() -> TestResult {
-    let calls: Calls = Arc::default();
+    let calls = Log::new();
 
     let grandchild = Server::new("Grandchild");
     let tool_calls = calls.clone();
@@ -737,29 +708,20 @@ async fn middleware_with_mounted_tasks_root_middleware_wraps_task_submission() -
         ToolDef::new("compute", move |Args(X { x }): Args<X>| {
             let calls = tool_calls.clone();
             async move {
-                push(&calls, "grandchild:tool");
+                calls.push("grandchild:tool");
                 x * 2
             }
         })
         .task(true),
     )?;
-    grandchild.add_middleware(ToolTracingMiddleware {
-        name: "grandchild",
-        calls: calls.clone(),
-    });
+    grandchild.add_middleware(CallTrace::new("grandchild", &calls));
     let child = Server::new("Child");
     child.mount(&grandchild, "gc")?;
-    child.add_middleware(ToolTracingMiddleware {
-        name: "child",
-        calls: calls.clone(),
-    });
+    child.add_middleware(CallTrace::new("child", &calls));
     let parent = Server::new("Parent");
     parent.add_extension(TasksExtension::new())?;
     parent.mount(&child, "c")?;
-    parent.add_middleware(ToolTracingMiddleware {
-        name: "parent",
-        calls: calls.clone(),
-    });
+    parent.add_middleware(CallTrace::new("parent", &calls));
 
     let running = running_task_server(&parent).await?;
     let created = submit(&parent, "c_gc_compute", json!({"x": 5})).await;
@@ -768,7 +730,7 @@ async fn middleware_with_mounted_tasks_root_middleware_wraps_task_submission() -
     running.stop().await;
 
     assert_eq!(
-        *calls.lock().expect("calls lock"),
+        calls.entries(),
         ["parent:before", "parent:after", "grandchild:tool"]
     );
     Ok(())

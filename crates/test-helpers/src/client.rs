@@ -91,7 +91,7 @@ pub struct InMemory {
 /// to the other, in the given era.
 ///
 /// ```
-/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// use test_helpers::client::{Lifecycle, in_memory};
 /// let server = mcp_core::Server::new("s");
 /// server.tool("ping", || async { "pong" }).unwrap();

@@ -2,6 +2,7 @@
 //!
 //! * [`client`]: rmcp clients in either protocol era, and a client/server pair over an
 //!   in-memory duplex that drives the real wire without ports;
+//! * [`middleware`]: recording middleware (`CallTrace`, `HookRecorder`) and the shared `Log`;
 //! * [`reply`]: unwrapping `tools/call` replies with failure messages that say what went wrong;
 //! * [`backend_conformance`]: the conformance suite every `TaskBackend` must pass;
 //! * [`tasks`]: in-process task drivers (`submit_task`, `wait_for_task`, `run_task`...) with an optional caller and opt-in settings;
@@ -13,6 +14,7 @@
 
 pub mod backend_conformance;
 pub mod client;
+pub mod middleware;
 pub mod reply;
 pub mod schema;
 pub mod tasks;

@@ -7,7 +7,7 @@
 //! anonymous shorthand.
 //!
 //! ```
-//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! use mcp_core::{Server, ToolDef};
 //! use test_helpers::tasks::{running_task_server, run_task};
 //!
@@ -50,7 +50,7 @@ pub const TERMINAL: [TaskStatus; 3] = [
 /// [`RunningServer::stop`].
 ///
 /// ```
-/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let running = test_helpers::tasks::running_task_server(&mcp_core::Server::new("s")).await.unwrap();
 /// running.stop().await;
 /// # });

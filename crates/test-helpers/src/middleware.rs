@@ -1,0 +1,185 @@
+//! Recording middleware, for tests of hook order and of which server's chain ran.
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! use mcp_core::Server;
+//! use test_helpers::middleware::{CallTrace, Log};
+//!
+//! let log = Log::default();
+//! let server = Server::new("s");
+//! server.add_middleware(CallTrace::new("outer", &log));
+//! server.tool("ping", || async { "pong" }).unwrap();
+//! server.call_tool("ping", serde_json::Value::Null).await.unwrap();
+//! assert_eq!(log.entries(), ["outer:before", "outer:after"]);
+//! # });
+//! ```
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use mcp_core::{
+    CallTool, Discover, Initialize, ListTools, Message, Middleware, Next, Reply, ToolInfo,
+    types::{CallToolResponse, DiscoverResult, ErrorData, InitializeResult},
+};
+
+/// An ordered log of entries, shared by clones (middleware, tools and the test).
+///
+/// ```
+/// let log = test_helpers::middleware::Log::default();
+/// log.push("tool");
+/// assert_eq!(log.entries(), ["tool"]);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Log(Arc<Mutex<Vec<String>>>);
+
+impl Log {
+    /// A new, empty log.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends `entry`.
+    pub fn push(&self, entry: impl Into<String>) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(entry.into());
+    }
+
+    /// Removes every entry.
+    pub fn clear(&self) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
+    /// A snapshot of the entries, in order.
+    pub fn entries(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// Records `label:before` and `label:after` around `on_call_tool`.
+///
+/// ```
+/// let _ = test_helpers::middleware::CallTrace::new("parent", &Default::default());
+/// ```
+pub struct CallTrace {
+    label: String,
+    log: Log,
+}
+
+impl CallTrace {
+    /// A tracer writing to `log`.
+    pub fn new(label: impl Into<String>, log: &Log) -> Self {
+        Self {
+            label: label.into(),
+            log: log.clone(),
+        }
+    }
+}
+
+#[async_trait]
+impl Middleware for CallTrace {
+    async fn on_call_tool(
+        &self,
+        call: CallTool,
+        next: Next<'_, CallTool>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.log.push(format!("{}:before", self.label));
+        let reply = next.run(call).await;
+        self.log.push(format!("{}:after", self.label));
+        reply
+    }
+}
+
+/// Records every hook as `label:hook:method:before` and `…:after`.
+///
+/// ```
+/// let _ = test_helpers::middleware::HookRecorder::new("child", &Default::default());
+/// ```
+pub struct HookRecorder {
+    label: String,
+    log: Log,
+}
+
+impl HookRecorder {
+    /// A recorder writing to `log`.
+    pub fn new(label: impl Into<String>, log: &Log) -> Self {
+        Self {
+            label: label.into(),
+            log: log.clone(),
+        }
+    }
+
+    fn record(&self, hook: &str, method: &str, phase: &str) {
+        self.log
+            .push(format!("{}:{hook}:{method}:{phase}", self.label));
+    }
+
+    async fn around<T>(&self, hook: &str, method: &str, run: impl Future<Output = T>) -> T {
+        self.record(hook, method, "before");
+        let reply = run.await;
+        self.record(hook, method, "after");
+        reply
+    }
+}
+
+#[async_trait]
+impl Middleware for HookRecorder {
+    async fn on_message(&self, message: Message, next: Next<'_>) -> Result<Reply, ErrorData> {
+        let method = message.method().to_owned();
+        self.around("on_message", &method, next.run(message)).await
+    }
+
+    async fn on_request(&self, message: Message, next: Next<'_>) -> Result<Reply, ErrorData> {
+        let method = message.method().to_owned();
+        self.around("on_request", &method, next.run(message)).await
+    }
+
+    async fn on_notification(&self, message: Message, next: Next<'_>) -> Result<Reply, ErrorData> {
+        let method = message.method().to_owned();
+        self.around("on_notification", &method, next.run(message))
+            .await
+    }
+
+    async fn on_call_tool(
+        &self,
+        call: CallTool,
+        next: Next<'_, CallTool>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.around("on_call_tool", "tools/call", next.run(call))
+            .await
+    }
+
+    async fn on_list_tools(
+        &self,
+        list: ListTools,
+        next: Next<'_, ListTools>,
+    ) -> Result<Vec<ToolInfo>, ErrorData> {
+        self.around("on_list_tools", "tools/list", next.run(list))
+            .await
+    }
+
+    async fn on_initialize(
+        &self,
+        init: Initialize,
+        next: Next<'_, Initialize>,
+    ) -> Result<InitializeResult, ErrorData> {
+        self.around("on_initialize", "initialize", next.run(init))
+            .await
+    }
+
+    async fn on_discover(
+        &self,
+        discover: Discover,
+        next: Next<'_, Discover>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        self.around("on_discover", "server/discover", next.run(discover))
+            .await
+    }
+}
