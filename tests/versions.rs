@@ -131,7 +131,7 @@ async fn h01_name_and_version_identify_a_tool() {
     add(&server, tagged_version("calc", "1.0"));
     add(&server, tagged_version("calc", "2.0"));
     match server.add_tool(tagged_version("calc", "1.0")) {
-        Err(error @ ServerError::DuplicateTool { .. }) => {
+        Err(error @ ServerError::Duplicate { .. }) => {
             let message = error.to_string();
             assert!(
                 message.contains("'calc'") && message.contains("1.0"),
@@ -142,7 +142,7 @@ async fn h01_name_and_version_identify_a_tool() {
     }
     add(&server, ToolDef::new("plain", || async {}));
     match server.add_tool(ToolDef::new("plain", || async {})) {
-        Err(ServerError::DuplicateTool { version: None, .. }) => {}
+        Err(ServerError::Duplicate { version: None, .. }) => {}
         other => panic!("plain@ twice should be a duplicate, got {other:?}"),
     }
     assert_eq!(keys(&server).await, ["calc@1.0", "calc@2.0", "plain@"]);
@@ -176,7 +176,7 @@ async fn h03_mixing_versioned_and_unversioned_is_rejected_in_either_order() {
     let versioned_first = Server::new("a");
     add(&versioned_first, tagged_version("calc", "1.0"));
     match versioned_first.add_tool(ToolDef::new("calc", || async { "none" })) {
-        Err(ServerError::MixedVersioning { name, server }) => {
+        Err(ServerError::MixedVersioning { name, server, .. }) => {
             assert_eq!((name.as_str(), server.as_str()), ("calc", "a"));
         }
         other => panic!("unversioned after versioned must fail, got {other:?}"),

@@ -66,7 +66,22 @@ pub struct RequestScope {
     task_id: Option<String>,
     input_responses: Option<InputResponses>,
     request_state: Option<String>,
+    log_level: Option<crate::LogLevel>,
+    progress_sink: ProgressSlot,
     after_response: AfterResponse,
+}
+
+#[derive(Clone, Default)]
+struct ProgressSlot(Option<crate::logging::ProgressSink>);
+
+impl std::fmt::Debug for ProgressSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "ProgressSink"
+        } else {
+            "None"
+        })
+    }
 }
 
 /// Callbacks run once the answer to the request has left the root server's chain.
@@ -94,6 +109,11 @@ impl RequestScope {
     /// Builds the scope of a request arriving through rmcp.
     pub(crate) fn from_rmcp(cx: rmcp::service::RequestContext<RoleServer>) -> Self {
         let protocol_version = cx.protocol_version();
+        let log_level = cx
+            .meta
+            .log_level()
+            .as_ref()
+            .and_then(crate::LogLevel::from_wire);
         let rmcp::service::RequestContext {
             ct,
             id,
@@ -109,8 +129,62 @@ impl RequestScope {
             request_id: Some(id),
             peer: Some(peer),
             extensions,
+            log_level,
             ..Self::default()
         }
+    }
+
+    /// The lowest log level the client wants to receive; `None` sends nothing.
+    ///
+    /// ```
+    /// use mcp_core::{LogLevel, RequestScope};
+    /// let scope = RequestScope::new().with_log_level(Some(LogLevel::Warning));
+    /// assert_eq!(scope.log_level(), Some(LogLevel::Warning));
+    /// ```
+    pub fn with_log_level(mut self, level: Option<crate::LogLevel>) -> Self {
+        self.log_level = level;
+        self
+    }
+
+    /// The lowest log level the client wants to receive.
+    ///
+    /// ```
+    /// assert_eq!(mcp_core::RequestScope::new().log_level(), None);
+    /// ```
+    pub fn log_level(&self) -> Option<crate::LogLevel> {
+        self.log_level
+    }
+
+    /// Sends progress to `sink` instead of the client (background tasks).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let sink: mcp_core::ProgressSink = Arc::new(|p| Box::pin(async move { drop(p) }));
+    /// assert!(mcp_core::RequestScope::new().with_progress_sink(sink).progress_sink().is_some());
+    /// ```
+    pub fn with_progress_sink(mut self, sink: crate::logging::ProgressSink) -> Self {
+        self.progress_sink = ProgressSlot(Some(sink));
+        self
+    }
+
+    /// Where progress goes instead of the client, if anywhere.
+    ///
+    /// ```
+    /// assert!(mcp_core::RequestScope::new().progress_sink().is_none());
+    /// ```
+    pub fn progress_sink(&self) -> Option<&crate::logging::ProgressSink> {
+        self.progress_sink.0.as_ref()
+    }
+
+    /// The request's progress token (`_meta.progressToken`), if any.
+    ///
+    /// ```
+    /// assert!(mcp_core::RequestScope::new().progress_token().is_none());
+    /// ```
+    pub fn progress_token(&self) -> Option<mcp_types::ProgressToken> {
+        self.meta
+            .get("progressToken")
+            .and_then(|token| serde_json::from_value(token.clone()).ok())
     }
 
     /// The server the request entered (the root of the tree that serves it).

@@ -129,6 +129,46 @@ impl ToolError {
     }
 }
 
+impl ToolError {
+    /// This error as the JSON-RPC error of a failed `resources/read` or `prompts/get`
+    /// (`what` is `"resource"` or `"prompt"`, `name` its URI or name). Messages and invalid
+    /// arguments are shown as they are; internal errors are masked when `mask_details`.
+    ///
+    /// ```
+    /// let error = mcp_core::ToolError::new("the file is locked")
+    ///     .into_request_error("resource", "file://a", true);
+    /// assert_eq!((error.code.0, error.message.as_ref()), (-32603, "the file is locked"));
+    /// let masked = mcp_core::ToolError::internal(std::io::Error::other("secret"))
+    ///     .into_request_error("resource", "file://a", true);
+    /// assert_eq!(masked.message, "Error reading resource 'file://a'");
+    /// ```
+    pub fn into_request_error(self, what: &str, name: &str, mask_details: bool) -> ErrorData {
+        let verb = if what == "prompt" {
+            "rendering"
+        } else {
+            "reading"
+        };
+        match self.kind {
+            ToolErrorKind::Message(message) => {
+                ErrorData::new(ErrorCode::INTERNAL_ERROR, message, None)
+            }
+            ToolErrorKind::InvalidArguments(message) => {
+                ErrorData::new(ErrorCode::INVALID_PARAMS, message, None)
+            }
+            ToolErrorKind::Protocol(error) => error,
+            ToolErrorKind::Internal(error) => {
+                tracing::warn!(what, name, error = %error, "handler failed");
+                let message = if mask_details {
+                    format!("Error {verb} {what} '{name}'")
+                } else {
+                    format!("Error {verb} {what} '{name}': {error}")
+                };
+                ErrorData::new(ErrorCode::INTERNAL_ERROR, message, None)
+            }
+        }
+    }
+}
+
 impl<E: StdError + Send + Sync + 'static> From<E> for ToolError {
     fn from(error: E) -> Self {
         Self::internal(error)
@@ -181,18 +221,22 @@ pub enum ServerError {
     },
     /// Versioned and unversioned registrations of one name on one server (H03).
     #[error(
-        "cannot mix versioned and unversioned registrations of tool '{name}' on server '{server}'"
+        "cannot mix versioned and unversioned registrations of {kind} '{name}' on server '{server}'"
     )]
     MixedVersioning {
-        /// The tool name.
+        /// `"tool"`, `"resource"`, `"resource template"` or `"prompt"`.
+        kind: &'static str,
+        /// The name (or URI).
         name: String,
         /// The server's name.
         server: String,
     },
     /// The same name and version registered twice on one server.
-    #[error("tool '{name}'{} is already registered on server '{server}'", version.as_deref().map(|v| format!(" version {v}")).unwrap_or_default())]
-    DuplicateTool {
-        /// The tool name.
+    #[error("{kind} '{name}'{} is already registered on server '{server}'", version.as_deref().map(|v| format!(" version {v}")).unwrap_or_default())]
+    Duplicate {
+        /// `"tool"`, `"resource"`, `"resource template"` or `"prompt"`.
+        kind: &'static str,
+        /// The name (or URI).
         name: String,
         /// The version, if any.
         version: Option<String>,
@@ -212,6 +256,25 @@ pub enum ServerError {
         name: String,
         /// Why.
         reason: &'static str,
+    },
+    /// A `requestState` signing key that is too short.
+    #[error("invalid requestState key: {0}")]
+    RequestStateKey(String),
+    /// A resource URI template that does not parse.
+    #[error("invalid resource template {uri:?}: {source}")]
+    InvalidTemplate {
+        /// The template.
+        uri: String,
+        /// Why it was rejected.
+        source: crate::uri_template::UriTemplateError,
+    },
+    /// A template whose handler requires arguments the URI does not bind.
+    #[error("resource template {uri:?} does not bind the required arguments {missing:?}")]
+    TemplateArguments {
+        /// The template.
+        uri: String,
+        /// The required arguments missing from the URI.
+        missing: Vec<String>,
     },
     /// `server.mount(&server, ..)`.
     #[error("cannot mount a server onto itself")]

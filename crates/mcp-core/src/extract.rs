@@ -104,6 +104,8 @@ impl<T: Clone + Send + Sync + 'static> FromContext for State<T> {
 /// The raw pieces of one call that the last extractor may consume.
 #[doc(hidden)]
 pub struct CallParts {
+    /// What is being called, for messages: `"tool"`, `"resource template"`, `"prompt"`.
+    pub(crate) kind: &'static str,
     pub(crate) tool: Arc<str>,
     pub(crate) arguments: JsonObject,
     pub(crate) input_schema: Arc<JsonObject>,
@@ -184,11 +186,14 @@ impl<T: DeserializeOwned + JsonSchema + Send + 'static> Args<T> {
                 let path = error.path().to_string();
                 let inner = error.into_inner();
                 let message = if path == "." {
-                    format!("Invalid arguments for tool '{}': {inner}", parts.tool)
+                    format!(
+                        "Invalid arguments for {} '{}': {inner}",
+                        parts.kind, parts.tool
+                    )
                 } else {
                     format!(
-                        "Invalid arguments for tool '{}': {path}: {inner}",
-                        parts.tool
+                        "Invalid arguments for {} '{}': {path}: {inner}",
+                        parts.kind, parts.tool
                     )
                 };
                 ToolError::invalid_arguments(message)

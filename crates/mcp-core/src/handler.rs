@@ -18,8 +18,101 @@ use crate::{
 /// A boxed, sendable future, as tools and middleware return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// A typed tool function. Implemented for `async fn`s and closures; see the
-/// [module docs](self). `M` is a marker that only tells the implementations apart.
+/// Any handler function: every parameter but the last is a [`FromContext`] extractor, the
+/// last any [`FromCall`], and the future resolves to `R`. Tools ([`Handler`]), resources
+/// and prompts are all built on it; `M` is a marker that only tells the implementations
+/// apart.
+///
+/// ```
+/// use mcp_core::{Args, Context, HandlerFn};
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Id { id: u32 }
+/// async fn profile(Args(Id { id }): Args<Id>) -> String { format!("user {id}") }
+/// fn schema_of<H: HandlerFn<M, R>, M, R>(_: H) -> mcp_core::types::JsonObject { H::input_schema() }
+/// assert!(schema_of(profile)["properties"]["id"].is_object());
+/// ```
+pub trait HandlerFn<M, R>: Clone + Send + Sync + 'static {
+    /// The input schema: that of the [`Args`](crate::Args) parameter, or an empty object.
+    fn input_schema() -> JsonObject;
+
+    /// Runs the function.
+    #[doc(hidden)]
+    fn call(self, cx: Context, parts: CallParts) -> BoxFuture<'static, Result<R, ToolError>>;
+
+    /// Checks the arguments as the call would, without running anything.
+    #[doc(hidden)]
+    fn validate(parts: &mut CallParts) -> Result<(), ToolError>;
+}
+
+impl<F, Fut, R> HandlerFn<((),), R> for F
+where
+    F: Fn() -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    R: Send + 'static,
+{
+    fn input_schema() -> JsonObject {
+        schema::empty_object()
+    }
+    fn call(self, _cx: Context, _parts: CallParts) -> BoxFuture<'static, Result<R, ToolError>> {
+        Box::pin(async move { Ok(self().await) })
+    }
+    fn validate(_parts: &mut CallParts) -> Result<(), ToolError> {
+        Ok(())
+    }
+}
+
+macro_rules! impl_handler_fn {
+    ([$($ty:ident),*], $last:ident) => {
+        #[allow(non_snake_case, unused_mut)]
+        impl<F, Fut, R, M, $($ty,)* $last> HandlerFn<(M, $($ty,)* $last,), R> for F
+        where
+            F: Fn($($ty,)* $last) -> Fut + Clone + Send + Sync + 'static,
+            Fut: Future<Output = R> + Send + 'static,
+            R: Send + 'static,
+            M: 'static,
+            $($ty: FromContext,)*
+            $last: FromCall<M>,
+        {
+            fn input_schema() -> JsonObject {
+                $last::input_schema().unwrap_or_else(schema::empty_object)
+            }
+            fn validate(parts: &mut CallParts) -> Result<(), ToolError> {
+                $last::validate(parts)
+            }
+            fn call(
+                self,
+                cx: Context,
+                mut parts: CallParts,
+            ) -> BoxFuture<'static, Result<R, ToolError>> {
+                let extracted = (|| -> Result<_, ToolError> {
+                    $(let $ty = $ty::from_context(&cx)?;)*
+                    let $last = $last::from_call(&cx, &mut parts)?;
+                    Ok(($($ty,)* $last,))
+                })();
+                Box::pin(async move {
+                    let ($($ty,)* $last,) = extracted?;
+                    Ok(self($($ty,)* $last).await)
+                })
+            }
+        }
+    };
+}
+
+impl_handler_fn!([], T1);
+impl_handler_fn!([T1], T2);
+impl_handler_fn!([T1, T2], T3);
+impl_handler_fn!([T1, T2, T3], T4);
+impl_handler_fn!([T1, T2, T3, T4], T5);
+impl_handler_fn!([T1, T2, T3, T4, T5], T6);
+impl_handler_fn!([T1, T2, T3, T4, T5, T6], T7);
+impl_handler_fn!([T1, T2, T3, T4, T5, T6, T7], T8);
+impl_handler_fn!([T1, T2, T3, T4, T5, T6, T7, T8], T9);
+impl_handler_fn!([T1, T2, T3, T4, T5, T6, T7, T8, T9], T10);
+impl_handler_fn!([T1, T2, T3, T4, T5, T6, T7, T8, T9, T10], T11);
+impl_handler_fn!([T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11], T12);
+
+/// A typed tool function: a [`HandlerFn`] whose return value is an [`IntoToolResult`].
+/// Implemented for `async fn`s and closures; see the [module docs](self).
 ///
 /// ```
 /// use mcp_core::{Args, Context, ToolDef};
@@ -51,84 +144,31 @@ pub trait Handler<M>: Clone + Send + Sync + 'static {
     fn validate(parts: &mut CallParts) -> Result<(), ToolError>;
 }
 
-impl<F, Fut, R> Handler<((),)> for F
+impl<F, M, R> Handler<(M, R)> for F
 where
-    F: Fn() -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = R> + Send + 'static,
+    F: HandlerFn<M, R>,
     R: IntoToolResult,
+    M: 'static,
 {
     fn input_schema() -> JsonObject {
-        schema::empty_object()
+        <F as HandlerFn<M, R>>::input_schema()
     }
     fn output_schema() -> Option<OutputSchema> {
         <R::Output as IntoToolOutput>::output_schema()
     }
     fn call(
         self,
-        _cx: Context,
-        _parts: CallParts,
+        cx: Context,
+        parts: CallParts,
         wrapped: bool,
     ) -> BoxFuture<'static, Result<CallToolResponse, ToolError>> {
-        Box::pin(async move { self().await.into_tool_result()?.into_response(wrapped) })
+        let future = HandlerFn::call(self, cx, parts);
+        Box::pin(async move { future.await?.into_tool_result()?.into_response(wrapped) })
     }
-    fn validate(_parts: &mut CallParts) -> Result<(), ToolError> {
-        Ok(())
+    fn validate(parts: &mut CallParts) -> Result<(), ToolError> {
+        <F as HandlerFn<M, R>>::validate(parts)
     }
 }
-
-macro_rules! impl_handler {
-    ([$($ty:ident),*], $last:ident) => {
-        #[allow(non_snake_case, unused_mut)]
-        impl<F, Fut, R, M, $($ty,)* $last> Handler<(M, $($ty,)* $last,)> for F
-        where
-            F: Fn($($ty,)* $last) -> Fut + Clone + Send + Sync + 'static,
-            Fut: Future<Output = R> + Send + 'static,
-            R: IntoToolResult,
-            M: 'static,
-            $($ty: FromContext,)*
-            $last: FromCall<M>,
-        {
-            fn input_schema() -> JsonObject {
-                $last::input_schema().unwrap_or_else(schema::empty_object)
-            }
-            fn output_schema() -> Option<OutputSchema> {
-                <R::Output as IntoToolOutput>::output_schema()
-            }
-            fn validate(parts: &mut CallParts) -> Result<(), ToolError> {
-                $last::validate(parts)
-            }
-            fn call(
-                self,
-                cx: Context,
-                mut parts: CallParts,
-                wrapped: bool,
-            ) -> BoxFuture<'static, Result<CallToolResponse, ToolError>> {
-                let extracted = (|| -> Result<_, ToolError> {
-                    $(let $ty = $ty::from_context(&cx)?;)*
-                    let $last = $last::from_call(&cx, &mut parts)?;
-                    Ok(($($ty,)* $last,))
-                })();
-                Box::pin(async move {
-                    let ($($ty,)* $last,) = extracted?;
-                    self($($ty,)* $last).await.into_tool_result()?.into_response(wrapped)
-                })
-            }
-        }
-    };
-}
-
-impl_handler!([], T1);
-impl_handler!([T1], T2);
-impl_handler!([T1, T2], T3);
-impl_handler!([T1, T2, T3], T4);
-impl_handler!([T1, T2, T3, T4], T5);
-impl_handler!([T1, T2, T3, T4, T5], T6);
-impl_handler!([T1, T2, T3, T4, T5, T6], T7);
-impl_handler!([T1, T2, T3, T4, T5, T6, T7], T8);
-impl_handler!([T1, T2, T3, T4, T5, T6, T7, T8], T9);
-impl_handler!([T1, T2, T3, T4, T5, T6, T7, T8, T9], T10);
-impl_handler!([T1, T2, T3, T4, T5, T6, T7, T8, T9, T10], T11);
-impl_handler!([T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11], T12);
 
 /// A tool whose input schema is only known at run time, such as a proxied remote tool.
 /// Register it with [`ToolDef::dynamic`](crate::ToolDef::dynamic).

@@ -41,9 +41,14 @@ mod error;
 pub mod extension;
 mod extract;
 mod handler;
+mod input_rounds;
+pub mod logging;
 pub mod middleware;
 pub mod mount;
 pub mod output;
+pub mod prompt;
+mod registry;
+pub mod resource;
 mod schema;
 mod server;
 mod service;
@@ -58,17 +63,20 @@ pub use context::{Context, Era, RequestScope};
 pub use error::{ServerError, ToolError};
 pub use extension::{BoxError, Extension, ToolCallNext};
 pub use extract::{Args, CurrentServer, FromCall, FromContext, State, ViaArguments, ViaContext};
-pub use handler::{BoxFuture, Handler, ToolHandler};
+pub use handler::{BoxFuture, Handler, HandlerFn, ToolHandler};
+pub use logging::{LogLevel, Progress, ProgressSink};
 pub use middleware::{
-    CallTool, CustomRequest, Discover, Initialize, ListTools, Message, Middleware, Next,
-    Notification, Reply,
+    CallTool, CustomRequest, Discover, GetPrompt, Initialize, ListPrompts, ListResourceTemplates,
+    ListResources, ListTools, Message, Middleware, Next, Notification, ReadResource, Reply,
 };
 pub use mount::MountOptions;
 pub use output::{
     Audio, Bytes, Contents, Image, InputRequired, IntoToolOutput, IntoToolResult, Json, Outcome,
     OutputSchema,
 };
-pub use server::{RunningServer, Server, ToolCall};
+pub use prompt::{IntoPromptResult, PromptDef, PromptInfo};
+pub use resource::{IntoResourceContents, ResourceDef, ResourceInfo, TemplateInfo};
+pub use server::{ListKind, PromptGet, ResourceRead, RunningServer, Server, ToolCall};
 pub use service::McpService;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{TaskConfig, ToolDef, ToolInfo};

@@ -45,12 +45,15 @@ use std::{marker::PhantomData, sync::Arc};
 
 use async_trait::async_trait;
 use mcp_types::{
-    CallToolResponse, DiscoverResult, ErrorData, InitializeRequestParams, InitializeResult,
-    JsonObject,
+    CallToolResponse, DiscoverResult, ErrorData, GetPromptResponse, InitializeRequestParams,
+    InitializeResult, JsonObject, ReadResourceResponse,
 };
 use serde_json::Value;
 
-use crate::{BoxFuture, Context, Server, ToolInfo, version::VersionSpec};
+use crate::{
+    BoxFuture, Context, PromptInfo, ResourceInfo, Server, TemplateInfo, ToolInfo,
+    version::VersionSpec,
+};
 
 /// A `tools/call` as one server sees it. Middleware may change `name`, `arguments` and
 /// `version` before calling `next` (B07).
@@ -91,6 +94,86 @@ impl ListTools {
     /// ```
     /// # use mcp_core::ListTools;
     /// fn server_name(list: &ListTools) -> &str { list.context().server().name() }
+    /// ```
+    pub fn context(&self) -> &Context {
+        &self.cx
+    }
+}
+
+macro_rules! list_message {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone)]
+        pub struct $name {
+            pub(crate) cx: Context,
+            pub(crate) run_middleware: bool,
+        }
+
+        impl $name {
+            /// The request as seen from this server.
+            pub fn context(&self) -> &Context {
+                &self.cx
+            }
+        }
+    };
+}
+
+list_message!(
+    /// A `resources/list` as one server sees it.
+    ListResources
+);
+list_message!(
+    /// A `resources/templates/list` as one server sees it.
+    ListResourceTemplates
+);
+list_message!(
+    /// A `prompts/list` as one server sees it.
+    ListPrompts
+);
+
+/// A `resources/read` (of a resource or a template) as one server sees it: the URI is in
+/// this server's namespace (B16).
+#[derive(Debug, Clone)]
+pub struct ReadResource {
+    /// The URI.
+    pub uri: String,
+    /// The requested version (from `_meta.fastmcp.version` on the wire, H08).
+    pub version: Option<VersionSpec>,
+    pub(crate) cx: Context,
+    pub(crate) run_middleware: bool,
+}
+
+impl ReadResource {
+    /// The request as seen from this server.
+    ///
+    /// ```
+    /// # use mcp_core::ReadResource;
+    /// fn uri(read: &ReadResource) -> &str { &read.uri }
+    /// ```
+    pub fn context(&self) -> &Context {
+        &self.cx
+    }
+}
+
+/// A `prompts/get` as one server sees it: the name is in this server's namespace.
+#[derive(Debug, Clone)]
+pub struct GetPrompt {
+    /// The prompt name.
+    pub name: String,
+    /// The arguments.
+    pub arguments: JsonObject,
+    /// The requested version (H08).
+    pub version: Option<VersionSpec>,
+    pub(crate) cx: Context,
+    pub(crate) run_middleware: bool,
+}
+
+impl GetPrompt {
+    /// The request as seen from this server.
+    ///
+    /// ```
+    /// # use mcp_core::GetPrompt;
+    /// fn name(get: &GetPrompt) -> &str { &get.name }
     /// ```
     pub fn context(&self) -> &Context {
         &self.cx
@@ -169,6 +252,16 @@ pub enum Message {
     CallTool(CallTool),
     /// `tools/list`.
     ListTools(ListTools),
+    /// `resources/list`.
+    ListResources(ListResources),
+    /// `resources/templates/list`.
+    ListResourceTemplates(ListResourceTemplates),
+    /// `resources/read`.
+    ReadResource(ReadResource),
+    /// `prompts/list`.
+    ListPrompts(ListPrompts),
+    /// `prompts/get`.
+    GetPrompt(GetPrompt),
     /// `initialize` (legacy era).
     Initialize(Box<Initialize>),
     /// `server/discover` (2026-07-28).
@@ -190,6 +283,11 @@ impl Message {
         match self {
             Message::CallTool(_) => "tools/call",
             Message::ListTools(_) => "tools/list",
+            Message::ListResources(_) => "resources/list",
+            Message::ListResourceTemplates(_) => "resources/templates/list",
+            Message::ReadResource(_) => "resources/read",
+            Message::ListPrompts(_) => "prompts/list",
+            Message::GetPrompt(_) => "prompts/get",
             Message::Initialize(_) => "initialize",
             Message::Discover(_) => "server/discover",
             Message::Custom(c) => &c.method,
@@ -207,6 +305,11 @@ impl Message {
         match self {
             Message::CallTool(m) => &m.cx,
             Message::ListTools(m) => &m.cx,
+            Message::ListResources(m) => &m.cx,
+            Message::ListResourceTemplates(m) => &m.cx,
+            Message::ReadResource(m) => &m.cx,
+            Message::ListPrompts(m) => &m.cx,
+            Message::GetPrompt(m) => &m.cx,
             Message::Initialize(m) => &m.cx,
             Message::Discover(m) => &m.cx,
             Message::Custom(m) => &m.cx,
@@ -233,6 +336,16 @@ pub enum Reply {
     CallTool(CallToolResponse),
     /// To `tools/list`: every visible tool, all versions.
     ListTools(Vec<ToolInfo>),
+    /// To `resources/list`: every visible resource, all versions.
+    ListResources(Vec<ResourceInfo>),
+    /// To `resources/templates/list`: every visible template, all versions.
+    ListResourceTemplates(Vec<TemplateInfo>),
+    /// To `resources/read`: the contents, or an input request.
+    ReadResource(ReadResourceResponse),
+    /// To `prompts/list`: every visible prompt, all versions.
+    ListPrompts(Vec<PromptInfo>),
+    /// To `prompts/get`: the rendered prompt, or an input request.
+    GetPrompt(GetPromptResponse),
     /// To `initialize`.
     Initialize(Box<InitializeResult>),
     /// To `server/discover`.
@@ -279,6 +392,51 @@ pub trait Middleware: Send + Sync + 'static {
         next: Next<'_, ListTools>,
     ) -> Result<Vec<ToolInfo>, ErrorData> {
         next.run(list).await
+    }
+
+    /// `resources/list` (B01); the list can be filtered (B06).
+    async fn on_list_resources(
+        &self,
+        list: ListResources,
+        next: Next<'_, ListResources>,
+    ) -> Result<Vec<ResourceInfo>, ErrorData> {
+        next.run(list).await
+    }
+
+    /// `resources/templates/list` (B01).
+    async fn on_list_resource_templates(
+        &self,
+        list: ListResourceTemplates,
+        next: Next<'_, ListResourceTemplates>,
+    ) -> Result<Vec<TemplateInfo>, ErrorData> {
+        next.run(list).await
+    }
+
+    /// `resources/read` of a resource or a template (B01).
+    async fn on_read_resource(
+        &self,
+        read: ReadResource,
+        next: Next<'_, ReadResource>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        next.run(read).await
+    }
+
+    /// `prompts/list` (B01).
+    async fn on_list_prompts(
+        &self,
+        list: ListPrompts,
+        next: Next<'_, ListPrompts>,
+    ) -> Result<Vec<PromptInfo>, ErrorData> {
+        next.run(list).await
+    }
+
+    /// `prompts/get` (B01).
+    async fn on_get_prompt(
+        &self,
+        get: GetPrompt,
+        next: Next<'_, GetPrompt>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        next.run(get).await
     }
 
     /// `initialize` (legacy era, B05).
@@ -366,6 +524,26 @@ macro_rules! typed_next {
 
 typed_next!(CallTool, CallToolResponse, CallTool, "tools/call");
 typed_next!(ListTools, Vec<ToolInfo>, ListTools, "tools/list");
+typed_next!(
+    ListResources,
+    Vec<ResourceInfo>,
+    ListResources,
+    "resources/list"
+);
+typed_next!(
+    ListResourceTemplates,
+    Vec<TemplateInfo>,
+    ListResourceTemplates,
+    "resources/templates/list"
+);
+typed_next!(
+    ReadResource,
+    ReadResourceResponse,
+    ReadResource,
+    "resources/read"
+);
+typed_next!(ListPrompts, Vec<PromptInfo>, ListPrompts, "prompts/list");
+typed_next!(GetPrompt, GetPromptResponse, GetPrompt, "prompts/get");
 impl<'a> Next<'a, Initialize> {
     /// Continues with the message.
     pub async fn run(self, message: Initialize) -> Result<InitializeResult, ErrorData> {
@@ -404,37 +582,49 @@ fn dispatch<'a>(
             first.on_notification(message, Next::new(server, chain, Stage::Typed))
         }
         Stage::Request => first.on_request(message, Next::new(server, chain, Stage::Typed)),
-        Stage::Typed => match message {
-            Message::CallTool(m) => Box::pin(async move {
-                first
-                    .on_call_tool(m, Next::new(server, chain, Stage::Done))
-                    .await
-                    .map(Reply::CallTool)
-            }),
-            Message::ListTools(m) => Box::pin(async move {
-                first
-                    .on_list_tools(m, Next::new(server, chain, Stage::Done))
-                    .await
-                    .map(Reply::ListTools)
-            }),
-            Message::Initialize(m) => Box::pin(async move {
-                let next = Next::new(server, chain, Stage::Done);
-                first
-                    .on_initialize(*m, next)
-                    .await
-                    .map(|r| Reply::Initialize(Box::new(r)))
-            }),
-            Message::Discover(m) => Box::pin(async move {
-                let next = Next::new(server, chain, Stage::Done);
-                first
-                    .on_discover(*m, next)
-                    .await
-                    .map(|r| Reply::Discover(Box::new(r)))
-            }),
-            other => dispatch(server, chain, Stage::Done, other),
-        },
+        Stage::Typed => {
+            // The next stage after a typed hook: the rest of this middleware's chain.
+            macro_rules! done {
+                () => {
+                    Next::new(server, chain, Stage::Done)
+                };
+            }
+            match message {
+                Message::CallTool(m) => typed(first.on_call_tool(m, done!()), Reply::CallTool),
+                Message::ListTools(m) => typed(first.on_list_tools(m, done!()), Reply::ListTools),
+                Message::ListResources(m) => {
+                    typed(first.on_list_resources(m, done!()), Reply::ListResources)
+                }
+                Message::ListResourceTemplates(m) => typed(
+                    first.on_list_resource_templates(m, done!()),
+                    Reply::ListResourceTemplates,
+                ),
+                Message::ReadResource(m) => {
+                    typed(first.on_read_resource(m, done!()), Reply::ReadResource)
+                }
+                Message::ListPrompts(m) => {
+                    typed(first.on_list_prompts(m, done!()), Reply::ListPrompts)
+                }
+                Message::GetPrompt(m) => typed(first.on_get_prompt(m, done!()), Reply::GetPrompt),
+                Message::Initialize(m) => typed(first.on_initialize(*m, done!()), |r| {
+                    Reply::Initialize(Box::new(r))
+                }),
+                Message::Discover(m) => typed(first.on_discover(*m, done!()), |r| {
+                    Reply::Discover(Box::new(r))
+                }),
+                other => dispatch(server, chain, Stage::Done, other),
+            }
+        }
         Stage::Done => dispatch(server, rest, Stage::Message, message),
     }
+}
+
+/// A typed hook's future, mapped back to a [`Reply`].
+fn typed<'a, T: 'a>(
+    hook: BoxFuture<'a, Result<T, ErrorData>>,
+    reply: fn(T) -> Reply,
+) -> BoxFuture<'a, Result<Reply, ErrorData>> {
+    Box::pin(async move { hook.await.map(reply) })
 }
 
 /// Runs `message` through `server`'s whole chain (or straight to its endpoint).

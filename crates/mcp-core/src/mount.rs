@@ -1,9 +1,11 @@
 //! Mounting: a child server's components appear in its parent under a namespace.
 //!
-//! `parent.mount(&child, "ns")` exposes the child's tool `t` as `ns_t` (A01); with no
-//! namespace the names are unchanged (A02). The link is live: tools added to or removed from
-//! the child later show up in the parent (A20). Nested mounts stack prefixes, outermost first
-//! (`child_gc_deep_tool`, A11). A mount may rename tools before namespacing them (A23).
+//! `parent.mount(&child, "ns")` exposes the child's tool `t` as `ns_t` (A01) and its prompt
+//! `p` as `ns_p` (A09); its resource `data://users` becomes `data://ns/users`, the
+//! namespace being the first path segment after `scheme://` (A04), and templates likewise
+//! (`users://ns/{id}`, A05). With no namespace nothing is renamed (A02, A10). The link is
+//! live: components added to or removed from the child later show up in the parent (A20).
+//! Nested mounts stack prefixes, outermost first (`child_gc_deep_tool`, A11). A mount may rename tools before namespacing them (A23).
 //!
 //! When several providers answer one name, the highest version wins; on a tie the earliest
 //! registered provider wins, and the server's own tools come before every mount (A17, A18).
@@ -87,6 +89,7 @@ impl From<String> for MountOptions {
 /// One mounted child, as its parent keeps it.
 pub(crate) struct Mount {
     pub(crate) child: Server,
+    namespace: Option<String>,
     /// `"<namespace>_"`, when namespaced.
     prefix: Option<String>,
     /// Child-level name → exposed name (before the prefix).
@@ -107,7 +110,8 @@ impl Mount {
         }
         Ok(Self {
             child,
-            prefix: options.namespace.map(|ns| format!("{ns}_")),
+            prefix: options.namespace.as_ref().map(|ns| format!("{ns}_")),
+            namespace: options.namespace,
             renames,
             reverse,
         })
@@ -139,6 +143,44 @@ impl Mount {
         match &self.prefix {
             Some(prefix) => format!("{prefix}{base}"),
             None => base.to_owned(),
+        }
+    }
+
+    /// The namespace, if any.
+    pub(crate) fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+
+    /// The child's name for the prompt `name` at the parent, if it is in this mount's
+    /// namespace (prompts are prefixed like tools, without renames: A09, A13).
+    pub(crate) fn child_prompt<'n>(&self, name: &'n str) -> Option<&'n str> {
+        match &self.prefix {
+            Some(prefix) => name.strip_prefix(prefix.as_str()),
+            None => Some(name),
+        }
+    }
+
+    /// The parent's name for the child's prompt `name`.
+    pub(crate) fn exposed_prompt(&self, name: &str) -> String {
+        match &self.prefix {
+            Some(prefix) => format!("{prefix}{name}"),
+            None => name.to_owned(),
+        }
+    }
+
+    /// The child's URI for `uri` at the parent, if it is in this mount's namespace (A04).
+    pub(crate) fn child_uri(&self, uri: &str) -> Option<String> {
+        match &self.namespace {
+            Some(ns) => crate::uri_template::strip_namespace(uri, ns),
+            None => Some(uri.to_owned()),
+        }
+    }
+
+    /// The parent's URI for the child's `uri` (A04, A06, A12).
+    pub(crate) fn exposed_uri(&self, uri: &str) -> String {
+        match &self.namespace {
+            Some(ns) => crate::uri_template::namespace_uri(uri, ns),
+            None => uri.to_owned(),
         }
     }
 }

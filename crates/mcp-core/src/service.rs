@@ -5,25 +5,31 @@
 //! [`RequestScope`] and hands it to the root server's middleware chain.
 
 use std::sync::{
-    Arc,
+    Arc, Mutex, PoisonError,
     atomic::{AtomicBool, Ordering},
 };
 
 use mcp_types::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CancelledNotificationParam,
-    CustomNotification, CustomRequest, CustomResult, DiscoverResult, ErrorData, GetTaskParams,
-    GetTaskResult, InitializeRequestParams, InitializeResult, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerConfig, Tool, UpdateTaskParams, meta,
+    CustomNotification, CustomRequest, CustomResult, DiscoverResult, ErrorData,
+    GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult,
+    InitializeRequestParams, InitializeResult, InputResponses, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse, ServerConfig,
+    SubscriptionFilter, Tool, UpdateTaskParams, meta,
 };
 use rmcp::{
     RoleServer, ServerHandler,
-    service::{NotificationContext, RequestContext},
+    service::{NotificationContext, Peer, RequestContext, SubscriptionContext},
 };
 use serde_json::Value;
+use tokio::sync::broadcast;
 
 use crate::{
-    CallTool, Context, Discover, Initialize, Message, Notification, Reply, RequestScope, Server,
-    ToolInfo,
+    CallTool, Context, Discover, Era, GetPrompt, Initialize, ListKind, LogLevel, Message,
+    Notification, PromptInfo, ReadResource, Reply, RequestScope, ResourceInfo, Server,
+    TemplateInfo, ToolInfo,
+    input_rounds::{self, InputRound},
     version::{Version, VersionSpec},
 };
 
@@ -42,6 +48,8 @@ pub struct McpService {
     /// Set once this connection did the 2025-11-25 `initialize` handshake: from then on it
     /// is offered only the extensions that apply to that era.
     legacy: Arc<AtomicBool>,
+    /// This connection's `logging/setLevel` (2025-11-25 sessions; `None` sends every level).
+    log_level: Arc<Mutex<Option<LogLevel>>>,
 }
 
 impl McpService {
@@ -58,6 +66,7 @@ impl McpService {
             config,
             legacy_config,
             legacy: Arc::new(AtomicBool::new(false)),
+            log_level: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -70,6 +79,7 @@ impl McpService {
     pub fn for_connection(&self) -> Self {
         Self {
             legacy: Arc::new(AtomicBool::new(false)),
+            log_level: Arc::new(Mutex::new(None)),
             ..self.clone()
         }
     }
@@ -85,7 +95,78 @@ impl McpService {
     }
 
     fn context(&self, cx: RequestContext<RoleServer>) -> Context {
-        Context::new(self.root.clone(), RequestScope::from_rmcp(cx))
+        Context::new(self.root.clone(), self.scope(cx))
+    }
+
+    /// The request's scope, with this connection's log level on legacy sessions.
+    fn scope(&self, cx: RequestContext<RoleServer>) -> RequestScope {
+        let scope = RequestScope::from_rmcp(cx);
+        if scope.era() == Era::Legacy && scope.log_level().is_none() {
+            let level = *self
+                .log_level
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            return scope.with_log_level(Some(level.unwrap_or(LogLevel::Debug)));
+        }
+        scope
+    }
+
+    /// Runs a request that may answer with an input round (SEP-2322): opens the client's
+    /// sealed `requestState`, seals the one going out, and on 2025-11-25 connections drives
+    /// the rounds itself with server-to-client requests (see [`crate::input_rounds`]).
+    async fn with_input_rounds<R, F, Fut>(
+        &self,
+        cx: RequestContext<RoleServer>,
+        method: &str,
+        target: &str,
+        input_responses: Option<InputResponses>,
+        request_state: Option<String>,
+        run: F,
+    ) -> Result<R, ErrorData>
+    where
+        R: InputRound,
+        F: Fn(RequestScope) -> Fut,
+        Fut: Future<Output = Result<R, ErrorData>>,
+    {
+        let base = self.scope(cx);
+        let seal = self.root.state_seal();
+        let binding = input_rounds::binding(base.principal(), method, target);
+        let mut scope = base.clone();
+        if input_responses.is_some() || request_state.is_some() {
+            let state = match request_state {
+                Some(sealed) => seal.open(&binding, &sealed)?,
+                None => None,
+            };
+            scope = scope.with_input(input_responses.unwrap_or_default(), state);
+        }
+        for _ in 0..input_rounds::MAX_LEGACY_ROUNDS {
+            let mut response = run(scope).await?;
+            let Some(round) = response.input_round() else {
+                return Ok(response);
+            };
+            if base.era() != Era::Legacy {
+                round.request_state = Some(seal.seal(&binding, round.request_state.as_deref()));
+                return Ok(response);
+            }
+            let Some(peer) = base.peer() else {
+                return Err(ErrorData::invalid_request(
+                    "this request needs input from the client, and the connection cannot carry it",
+                    None,
+                ));
+            };
+            let requests = round.input_requests.take().unwrap_or_default();
+            let responses = input_rounds::ask_client(peer, requests).await?;
+            scope = base
+                .clone()
+                .with_input(responses, round.request_state.take());
+        }
+        Err(ErrorData::internal_error(
+            format!(
+                "'{target}' asked for input more than {} times in one request",
+                input_rounds::MAX_LEGACY_ROUNDS
+            ),
+            None,
+        ))
     }
 
     async fn notify(&self, method: &str, params: Option<Value>, scope: RequestScope) {
@@ -185,6 +266,61 @@ pub(crate) fn wire_tools(listed: Vec<ToolInfo>) -> Vec<Tool> {
         .collect()
 }
 
+/// One entry per key, the highest version, first provider first on ties (A17, H09).
+fn highest_versions<T: Clone>(
+    listed: Vec<T>,
+    key: impl Fn(&T) -> String,
+    version: impl Fn(&T) -> Option<&Version>,
+) -> Vec<T> {
+    let mut order: Vec<String> = Vec::new();
+    let mut best: std::collections::HashMap<String, T> = std::collections::HashMap::new();
+    for item in listed {
+        let k = key(&item);
+        match best.get(&k) {
+            None => {
+                order.push(k.clone());
+                best.insert(k, item);
+            }
+            Some(current) if version(&item) > version(current) => {
+                best.insert(k, item);
+            }
+            Some(_) => {}
+        }
+    }
+    order.into_iter().filter_map(|k| best.remove(&k)).collect()
+}
+
+/// What a list-change receiver reported: the kinds to announce, or nothing when the server
+/// is gone. A lagging receiver announces everything.
+fn changed_kinds(change: Result<ListKind, broadcast::error::RecvError>) -> Vec<ListKind> {
+    match change {
+        Ok(kind) => vec![kind],
+        Err(broadcast::error::RecvError::Lagged(_)) => ListKind::ALL.to_vec(),
+        Err(broadcast::error::RecvError::Closed) => Vec::new(),
+    }
+}
+
+/// Sends `notifications/*/list_changed` to a legacy session until it closes.
+async fn forward_list_changes(mut changes: broadcast::Receiver<ListKind>, peer: Peer<RoleServer>) {
+    loop {
+        let kinds = changed_kinds(changes.recv().await);
+        if kinds.is_empty() {
+            return;
+        }
+        for kind in kinds {
+            let sent = match kind {
+                ListKind::Tools => peer.notify_tool_list_changed().await,
+                ListKind::Resources => peer.notify_resource_list_changed().await,
+                ListKind::Prompts => peer.notify_prompt_list_changed().await,
+            };
+            if sent.is_err() {
+                // The connection is gone.
+                return;
+            }
+        }
+    }
+}
+
 /// Known specification methods whose params rmcp could not parse arrive as custom requests;
 /// they deserve `-32602`, not `-32601`.
 fn malformed_known_method(method: &str, params: Option<Value>) -> Option<ErrorData> {
@@ -265,18 +401,38 @@ impl ServerHandler for McpService {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let version = requested_version(&context.meta)?;
-        let cx = self.context(context);
-        let scope = cx.scope_arc();
-        let call = CallTool {
-            name: request.name.into_owned(),
-            arguments: request.arguments.unwrap_or_default(),
-            version,
-            cx,
-            run_middleware: true,
+        let CallToolRequestParams {
+            name,
+            arguments,
+            input_responses,
+            request_state,
+            ..
+        } = request;
+        let run = |scope: RequestScope| {
+            let cx = Context::new(self.root.clone(), scope);
+            let finish = cx.scope_arc();
+            let call = CallTool {
+                name: name.to_string(),
+                arguments: arguments.clone().unwrap_or_default(),
+                version: version.clone(),
+                cx,
+                run_middleware: true,
+            };
+            async move {
+                let reply = self.root.dispatch_call(call).await;
+                finish.finish(reply.is_ok());
+                reply
+            }
         };
-        let reply = self.root.dispatch_call(call).await;
-        scope.finish(reply.is_ok());
-        reply
+        self.with_input_rounds(
+            context,
+            "tools/call",
+            &name,
+            input_responses,
+            request_state,
+            run,
+        )
+        .await
     }
 
     async fn list_tools(
@@ -284,8 +440,182 @@ impl ServerHandler for McpService {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let listed = self.root.list_with(self.context(context), true).await?;
+        let listed = self.root.list_of(self.context(context), true).await?;
         Ok(ListToolsResult::with_all_items(wire_tools(listed)))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let listed: Vec<ResourceInfo> = self.root.list_of(self.context(context), true).await?;
+        let resources = highest_versions(listed, |r| r.uri().to_owned(), ResourceInfo::version)
+            .iter()
+            .map(ResourceInfo::to_resource)
+            .collect();
+        Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let listed: Vec<TemplateInfo> = self.root.list_of(self.context(context), true).await?;
+        let templates = highest_versions(
+            listed,
+            |t| t.uri_template().to_owned(),
+            TemplateInfo::version,
+        )
+        .iter()
+        .map(TemplateInfo::to_resource_template)
+        .collect();
+        Ok(ListResourceTemplatesResult::with_all_items(templates))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let version = requested_version(&context.meta)?;
+        let ReadResourceRequestParams {
+            uri,
+            input_responses,
+            request_state,
+            ..
+        } = request;
+        let run = |scope: RequestScope| {
+            let cx = Context::new(self.root.clone(), scope);
+            let finish = cx.scope_arc();
+            let read = ReadResource {
+                uri: uri.clone(),
+                version: version.clone(),
+                cx,
+                run_middleware: true,
+            };
+            async move {
+                let reply = self.root.dispatch_read(read).await;
+                finish.finish(reply.is_ok());
+                reply
+            }
+        };
+        self.with_input_rounds(
+            context,
+            "resources/read",
+            &uri,
+            input_responses,
+            request_state,
+            run,
+        )
+        .await
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let listed: Vec<PromptInfo> = self.root.list_of(self.context(context), true).await?;
+        let prompts = highest_versions(listed, |p| p.name().to_owned(), PromptInfo::version)
+            .iter()
+            .map(PromptInfo::to_prompt)
+            .collect();
+        Ok(ListPromptsResult::with_all_items(prompts))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let version = requested_version(&context.meta)?;
+        let GetPromptRequestParams {
+            name,
+            arguments,
+            input_responses,
+            request_state,
+            ..
+        } = request;
+        let run = |scope: RequestScope| {
+            let cx = Context::new(self.root.clone(), scope);
+            let finish = cx.scope_arc();
+            let get = GetPrompt {
+                name: name.clone(),
+                arguments: arguments.clone().unwrap_or_default(),
+                version: version.clone(),
+                cx,
+                run_middleware: true,
+            };
+            async move {
+                let reply = self.root.dispatch_get_prompt(get).await;
+                finish.finish(reply.is_ok());
+                reply
+            }
+        };
+        self.with_input_rounds(
+            context,
+            "prompts/get",
+            &name,
+            input_responses,
+            request_state,
+            run,
+        )
+        .await
+    }
+
+    #[allow(deprecated)] // logging/setLevel is legacy-only; rmcp marks it deprecated.
+    async fn set_level(
+        &self,
+        request: mcp_types::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let level = LogLevel::from_wire(&request.level)
+            .ok_or_else(|| ErrorData::invalid_params("unknown logging level", None))?;
+        *self
+            .log_level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(level);
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::default();
+        accepted.tools_list_changed = requested.tools_list_changed;
+        accepted.prompts_list_changed = requested.prompts_list_changed;
+        accepted.resources_list_changed = requested.resources_list_changed;
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changes = self.root.list_changes();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                change = changes.recv() => {
+                    let kinds = changed_kinds(change);
+                    if kinds.is_empty() {
+                        return Ok(());
+                    }
+                    for kind in kinds {
+                        let sink = context.sink();
+                        let sent = match kind {
+                            ListKind::Tools => sink.notify_tool_list_changed().await,
+                            ListKind::Resources => sink.notify_resource_list_changed().await,
+                            ListKind::Prompts => sink.notify_prompt_list_changed().await,
+                        };
+                        if let Err(error) = sent {
+                            tracing::debug!(%error, "subscription closed");
+                            return Ok(());
+                        }
+                    }
+                }
+            }
+        }
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -356,7 +686,10 @@ impl ServerHandler for McpService {
             .await;
     }
 
-    async fn on_initialized(&self, _context: NotificationContext<RoleServer>) {
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // A 2025-11-25 session hears about list changes through notifications on its own
+        // connection, for as long as the connection lives.
+        tokio::spawn(forward_list_changes(self.root.list_changes(), context.peer));
         self.notify("notifications/initialized", None, RequestScope::new())
             .await;
     }

@@ -11,10 +11,7 @@ use std::{
     time::Duration,
 };
 
-use mcp_types::{
-    Icon, JsonObject, MetaObject, TaskSupport, Tool, ToolAnnotations, ToolDescriptor, meta,
-};
-use serde_json::Value;
+use mcp_types::{Icon, JsonObject, MetaObject, TaskSupport, Tool, ToolAnnotations, ToolDescriptor};
 
 use crate::{
     Server,
@@ -400,16 +397,7 @@ impl RegisteredTool {
         tool.annotations = annotations;
         tool.icons = icons;
         tool.meta = tool_meta;
-        if let Some(version) = &version {
-            let fastmcp = tool
-                .meta
-                .get_or_insert_with(MetaObject::new)
-                .entry(meta::FASTMCP)
-                .or_insert_with(|| Value::Object(JsonObject::new()));
-            if let Some(fastmcp) = fastmcp.as_object_mut() {
-                fastmcp.insert(meta::VERSION.into(), Value::String(version.to_string()));
-            }
-        }
+        crate::registry::stamp_version(&mut tool.meta, version.as_ref());
         let descriptor = ToolDescriptor::new(tool).with_task_support(task.mode);
         Self {
             name: name.into(),
@@ -422,6 +410,19 @@ impl RegisteredTool {
             invoke,
             strict,
         }
+    }
+}
+
+impl crate::registry::Registered for RegisteredTool {
+    const KIND: &'static str = "tool";
+    fn key(&self) -> &Arc<str> {
+        &self.name
+    }
+    fn version(&self) -> Option<&Version> {
+        self.version.as_ref()
+    }
+    fn tags(&self) -> &BTreeSet<String> {
+        &self.tags
     }
 }
 
@@ -558,6 +559,7 @@ impl ToolInfo {
     /// ```
     pub fn validate_arguments(&self, arguments: &JsonObject) -> Result<(), mcp_types::ErrorData> {
         let mut parts = crate::extract::CallParts {
+            kind: "tool",
             tool: Arc::clone(&self.tool.name),
             arguments: arguments.clone(),
             input_schema: Arc::clone(&self.tool.input_schema),

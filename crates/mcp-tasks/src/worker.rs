@@ -125,7 +125,7 @@ impl Worker {
                 let running = Arc::clone(&running);
                 jobs.spawn(async move {
                     let task = run.lease.task.clone();
-                    execute(&root, backend.as_ref(), run, token).await;
+                    execute(&root, &backend, run, token).await;
                     lock(&running).remove(&task);
                     drop(permit);
                 });
@@ -194,7 +194,12 @@ fn error_value(code: i32, message: impl Into<String>) -> Value {
 }
 
 /// Runs one claimed run and records its outcome.
-async fn execute(root: &Server, backend: &dyn TaskBackend, run: Claimed, token: CancellationToken) {
+async fn execute(
+    root: &Server,
+    backend: &Arc<dyn TaskBackend>,
+    run: Claimed,
+    token: CancellationToken,
+) {
     let lease = run.lease.clone();
     let snapshot: TaskSnapshot =
         serde_json::from_value(Value::Object(run.context.clone())).unwrap_or_default();
@@ -221,6 +226,7 @@ async fn execute(root: &Server, backend: &dyn TaskBackend, run: Claimed, token: 
     if let Some(responses) = run.responses {
         scope = scope.with_input(responses, run.request_state);
     }
+    scope = scope.with_progress_sink(progress_to_status(Arc::clone(backend), lease.clone()));
     let mut call = ToolCall::new(tool.owner_name())
         .arguments(Value::Object(run.arguments))
         .scope(scope)
@@ -291,4 +297,21 @@ fn record(ack: Result<crate::backend::WriteAck, crate::backend::BackendError>) {
         Ok(other) => tracing::debug!(?other, "a task outcome was not recorded"),
         Err(error) => tracing::warn!(%error, "recording a task outcome failed"),
     }
+}
+
+/// Progress reports of a task run become its `statusMessage` (R50).
+fn progress_to_status(backend: Arc<dyn TaskBackend>, lease: Lease) -> mcp_core::ProgressSink {
+    Arc::new(move |progress: mcp_core::Progress| {
+        let backend = Arc::clone(&backend);
+        let lease = lease.clone();
+        Box::pin(async move {
+            match backend
+                .set_status_message(&lease, progress.status_text())
+                .await
+            {
+                Ok(_) => {}
+                Err(error) => tracing::debug!(task = %lease.task, %error, "progress not recorded"),
+            }
+        })
+    })
 }

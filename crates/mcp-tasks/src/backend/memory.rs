@@ -546,6 +546,20 @@ impl TaskBackend for MemoryBackend {
         Ok(written.map_or_else(|ack| ack, |()| WriteAck::Recorded))
     }
 
+    async fn set_status_message(
+        &self,
+        lease: &Lease,
+        message: String,
+    ) -> Result<WriteAck, BackendError> {
+        let written = self.write_held(lease, |record| {
+            record.status_message = Some(message);
+        })?;
+        if written.is_ok() {
+            self.changed(&lease.task);
+        }
+        Ok(written.map_or_else(|ack| ack, |()| WriteAck::Recorded))
+    }
+
     async fn request_input(
         &self,
         lease: &Lease,

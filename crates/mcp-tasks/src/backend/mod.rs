@@ -282,6 +282,15 @@ pub trait TaskBackend: Send + Sync + 'static {
     /// Records a JSON-RPC error: `failed`, with its message as the status message.
     async fn fail(&self, lease: &Lease, error: Value) -> Result<WriteAck, BackendError>;
 
+    /// Sets the running task's `statusMessage` (how a tool's progress reports surface, since
+    /// notifications after the task is created are forbidden, R50). Fenced like every
+    /// worker-side write.
+    async fn set_status_message(
+        &self,
+        lease: &Lease,
+        message: String,
+    ) -> Result<WriteAck, BackendError>;
+
     /// Parks the task `input_required` with fresh client-facing keys; the run ends and the
     /// lease is released (no worker is held while waiting, C35).
     async fn request_input(

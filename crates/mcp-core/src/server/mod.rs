@@ -10,6 +10,15 @@ use std::{
     },
 };
 
+mod changes;
+mod listing;
+mod prompts;
+mod resources;
+
+pub use changes::ListKind;
+pub use prompts::PromptGet;
+pub use resources::ResourceRead;
+
 use arc_swap::ArcSwap;
 use futures::FutureExt as _;
 use mcp_types::{
@@ -19,12 +28,16 @@ use mcp_types::{
 use serde_json::Value;
 
 use crate::{
-    BoxFuture, CallTool, Context, CustomRequest, Extension, ListTools, Message, Middleware, Reply,
-    RequestScope, ServerError, ToolCallNext, ToolDef, ToolError, ToolInfo,
+    BoxFuture, CallTool, Context, CustomRequest, Extension, Message, Middleware, PromptInfo, Reply,
+    RequestScope, ResourceInfo, ServerError, TemplateInfo, ToolCallNext, ToolDef, ToolError,
+    ToolInfo,
     extension::BoxError,
     extract::CallParts,
     middleware::run_chain,
     mount::{Mount, MountOptions},
+    prompt::RegisteredPrompt,
+    registry::{Registered, Registry},
+    resource::{RegisteredResource, RegisteredTemplate},
     tool::RegisteredTool,
     version::{Version, VersionSpec},
 };
@@ -69,7 +82,10 @@ struct ServerInner {
     info: RwLock<Info>,
     mask_error_details: AtomicBool,
     strict_input_validation: Arc<AtomicBool>,
-    tools: ArcSwap<ToolTable>,
+    tools: ArcSwap<Registry<RegisteredTool>>,
+    resources: ArcSwap<Registry<RegisteredResource>>,
+    templates: ArcSwap<Registry<RegisteredTemplate>>,
+    prompts: ArcSwap<Registry<RegisteredPrompt>>,
     mounts: ArcSwap<Vec<Arc<Mount>>>,
     middleware: ArcSwap<Vec<Arc<dyn Middleware>>>,
     extensions: ArcSwap<Vec<Arc<dyn Extension>>>,
@@ -83,6 +99,12 @@ struct ServerInner {
     running: AtomicBool,
     /// Serializes copy-on-write updates of the registries.
     write: Mutex<()>,
+    /// Seals the `requestState` of input rounds (see [`crate::input_rounds`]).
+    seal: ArcSwap<crate::input_rounds::StateSeal>,
+    /// List-changed announcements of this server and everything below it.
+    changes: tokio::sync::broadcast::Sender<ListKind>,
+    /// The servers this one is mounted in (weak: parents own their children).
+    parents: Mutex<Vec<std::sync::Weak<ServerInner>>>,
 }
 
 #[derive(Default, Clone)]
@@ -90,15 +112,6 @@ struct Info {
     version: Option<String>,
     title: Option<String>,
     instructions: Option<String>,
-}
-
-/// The tools registered on one server.
-#[derive(Default, Clone)]
-struct ToolTable {
-    /// Every version of a name, highest first.
-    by_name: HashMap<Arc<str>, Vec<Arc<RegisteredTool>>>,
-    /// Registration order, for listing.
-    order: Vec<Arc<RegisteredTool>>,
 }
 
 /// Which components a server shows (A26, A27).
@@ -298,6 +311,24 @@ pub(crate) fn unknown_tool(name: &str) -> ErrorData {
     )
 }
 
+/// Starts and awaits a handler's future, turning a panic (while starting or running) into
+/// an internal error, so bad input can never take the server down.
+pub(crate) async fn guarded<T>(
+    start: impl FnOnce() -> BoxFuture<'static, Result<T, ToolError>>,
+) -> Result<T, ToolError> {
+    let outcome = match std::panic::catch_unwind(AssertUnwindSafe(start)) {
+        Ok(future) => AssertUnwindSafe(future).catch_unwind().await,
+        Err(panic) => Err(panic),
+    };
+    outcome.unwrap_or_else(|panic| {
+        let message = panic_message(panic.as_ref());
+        tracing::error!(panic = message, "handler panicked");
+        Err(ToolError::internal(format!(
+            "the handler panicked: {message}"
+        )))
+    })
+}
+
 fn panic_message(panic: &(dyn Any + Send)) -> &str {
     panic
         .downcast_ref::<&str>()
@@ -342,6 +373,9 @@ impl Server {
                 mask_error_details: AtomicBool::new(true),
                 strict_input_validation: Arc::new(AtomicBool::new(false)),
                 tools: ArcSwap::default(),
+                resources: ArcSwap::default(),
+                templates: ArcSwap::default(),
+                prompts: ArcSwap::default(),
                 mounts: ArcSwap::default(),
                 middleware: ArcSwap::default(),
                 extensions: ArcSwap::default(),
@@ -353,6 +387,9 @@ impl Server {
                 stop_hooks: Mutex::default(),
                 running: AtomicBool::new(false),
                 write: Mutex::new(()),
+                changes: tokio::sync::broadcast::channel(changes::CHANNEL_CAPACITY).0,
+                seal: ArcSwap::from_pointee(crate::input_rounds::StateSeal::random()),
+                parents: Mutex::default(),
             }),
         }
     }
@@ -395,6 +432,27 @@ impl Server {
     pub fn with_instructions(self, instructions: impl Into<String>) -> Self {
         self.info_mut().instructions = Some(instructions.into());
         self
+    }
+
+    /// Sets the key that seals `requestState` in input rounds (at least 32 bytes). Without
+    /// it each process uses a random key, so set the same key on every replica that may
+    /// receive a client's retry.
+    ///
+    /// ```
+    /// let s = mcp_core::Server::new("s").with_request_state_key([7u8; 32]).unwrap();
+    /// assert!(mcp_core::Server::new("s").with_request_state_key(b"short".to_vec()).is_err());
+    /// # drop(s);
+    /// ```
+    pub fn with_request_state_key(self, key: impl Into<Vec<u8>>) -> Result<Self, ServerError> {
+        let seal = crate::input_rounds::StateSeal::with_key(key.into())
+            .map_err(|e| ServerError::RequestStateKey(e.to_string()))?;
+        self.inner.seal.store(Arc::new(seal));
+        Ok(self)
+    }
+
+    /// The seal for input-round state.
+    pub(crate) fn state_seal(&self) -> Arc<crate::input_rounds::StateSeal> {
+        self.inner.seal.load_full()
     }
 
     /// The server's version, if set.
@@ -509,28 +567,8 @@ impl Server {
             Arc::clone(&self.inner.strict_input_validation),
         ));
 
-        let _write = lock(&self.inner.write);
-        let mut table = ToolTable::clone(&self.inner.tools.load());
-        let versions = table.by_name.entry(Arc::clone(&tool.name)).or_default();
-        if let Some(existing) = versions.first()
-            && existing.version.is_some() != tool.version.is_some()
-        {
-            return Err(ServerError::MixedVersioning {
-                name: tool.name.to_string(),
-                server: self.name().to_owned(),
-            });
-        }
-        if versions.iter().any(|t| t.version == tool.version) {
-            return Err(ServerError::DuplicateTool {
-                name: tool.name.to_string(),
-                version: tool.version.as_ref().map(ToString::to_string),
-                server: self.name().to_owned(),
-            });
-        }
-        versions.push(Arc::clone(&tool));
-        versions.sort_by(|a, b| b.version.cmp(&a.version));
-        table.order.push(tool);
-        self.inner.tools.store(Arc::new(table));
+        self.update(&self.inner.tools, |tools| tools.insert(tool, self.name()))?;
+        self.announce(ListKind::Tools);
         Ok(())
     }
 
@@ -559,14 +597,7 @@ impl Server {
     /// assert!(!s.remove_tool("t"));
     /// ```
     pub fn remove_tool(&self, name: &str) -> bool {
-        let _write = lock(&self.inner.write);
-        let mut table = ToolTable::clone(&self.inner.tools.load());
-        if table.by_name.remove(name).is_none() {
-            return false;
-        }
-        table.order.retain(|t| &*t.name != name);
-        self.inner.tools.store(Arc::new(table));
-        true
+        self.remove_from(&self.inner.tools, name, ListKind::Tools)
     }
 
     /// Mounts `child` into this server: under a namespace (`"ns"`), with none (`None`), or
@@ -598,6 +629,11 @@ impl Server {
         let mut mounts = Vec::clone(&self.inner.mounts.load());
         mounts.push(mount);
         self.inner.mounts.store(Arc::new(mounts));
+        drop(_write);
+        child.add_parent(self);
+        for kind in ListKind::ALL {
+            self.announce(kind);
+        }
         Ok(())
     }
 
@@ -805,6 +841,77 @@ impl Server {
         let mut visibility = Visibility::clone(&self.inner.visibility.load());
         change(&mut visibility);
         self.inner.visibility.store(Arc::new(visibility));
+        drop(_write);
+        for kind in ListKind::ALL {
+            self.announce(kind);
+        }
+    }
+
+    /// Applies a copy-on-write change to one of the registries.
+    fn update<C, T, E>(
+        &self,
+        slot: &ArcSwap<Registry<C>>,
+        change: impl FnOnce(&mut Registry<C>) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let _write = lock(&self.inner.write);
+        let mut registry = Registry::clone(&slot.load());
+        let out = change(&mut registry)?;
+        slot.store(Arc::new(registry));
+        Ok(out)
+    }
+
+    /// Removes every version of `key` from a registry, announcing the change.
+    fn remove_from<C: Registered>(
+        &self,
+        slot: &ArcSwap<Registry<C>>,
+        key: &str,
+        kind: ListKind,
+    ) -> bool {
+        let removed = self
+            .update(slot, |r| Ok::<_, std::convert::Infallible>(r.remove(key)))
+            .unwrap_or_else(|never| match never {});
+        if removed {
+            self.announce(kind);
+        }
+        removed
+    }
+
+    /// Parses a component's declared version (H04).
+    fn parse_version(
+        &self,
+        component: &'static str,
+        name: &str,
+        raw: Option<&str>,
+    ) -> Result<Option<Version>, ServerError> {
+        raw.map(|raw| {
+            Version::new(raw.to_owned()).map_err(|source| ServerError::InvalidVersion {
+                component,
+                name: name.to_owned(),
+                source,
+            })
+        })
+        .transpose()
+    }
+
+    /// Runs `message` through this server's middleware chain and unwraps the typed reply.
+    pub(crate) async fn dispatch_typed<T>(
+        &self,
+        message: Message,
+        run_middleware: bool,
+        extract: fn(Reply) -> Option<T>,
+    ) -> Result<T, ErrorData> {
+        let method = message.method().to_owned();
+        let reply = if run_middleware {
+            self.dispatch(message).await?
+        } else {
+            self.endpoint(message).await?
+        };
+        extract(reply).ok_or_else(|| {
+            ErrorData::internal_error(
+                format!("a middleware answered {method} with a reply of another kind"),
+                None,
+            )
+        })
     }
 
     /// Hides every component, local or mounted, carrying one of `tags` (A26).
@@ -893,9 +1000,9 @@ impl Server {
             .inner
             .tools
             .load()
-            .by_name
-            .get(name)
-            .and_then(|versions| versions.iter().find(|t| accepts(t)))
+            .versions(name)
+            .iter()
+            .find(|t| accepts(t))
             .map(|tool| Resolved {
                 tool: Arc::clone(tool),
                 route: Route::Local,
@@ -962,7 +1069,6 @@ impl Server {
             .inner
             .tools
             .load()
-            .order
             .iter()
             .filter(|t| t.task.mode.allows_tasks())
             .map(|t| t.name.to_string())
@@ -1122,29 +1228,18 @@ impl Server {
         arguments: JsonObject,
     ) -> Result<CallToolResponse, ErrorData> {
         let parts = CallParts {
+            kind: "tool",
             tool: Arc::clone(&tool.name),
             arguments,
             input_schema: Arc::clone(&tool.input_schema),
             strict: self.inner.strict_input_validation.load(Ordering::Relaxed),
         };
-        let outcome = match std::panic::catch_unwind(AssertUnwindSafe(|| {
-            tool.invoke.invoke(cx, parts, tool.wrapped)
-        })) {
-            Ok(future) => AssertUnwindSafe(future).catch_unwind().await,
-            Err(panic) => Err(panic),
-        };
-        let error = match outcome {
-            Ok(Ok(response)) => return Ok(response),
-            Ok(Err(error)) => error,
-            Err(panic) => {
-                let message = panic_message(panic.as_ref());
-                tracing::error!(tool = %tool.name, panic = message, "tool panicked");
-                ToolError::internal(format!("the tool panicked: {message}"))
-            }
-        };
-        error
-            .into_error_data(&tool.name, self.masks_error_details())
-            .map(CallToolResponse::Complete)
+        match guarded(|| tool.invoke.invoke(cx, parts, tool.wrapped)).await {
+            Ok(response) => Ok(response),
+            Err(error) => error
+                .into_error_data(&tool.name, self.masks_error_details())
+                .map(CallToolResponse::Complete),
+        }
     }
 
     // ---------------------------------------------------------------- lists
@@ -1172,79 +1267,7 @@ impl Server {
     /// # });
     /// ```
     pub async fn list_tools_in(&self, scope: RequestScope) -> Result<Vec<ToolInfo>, ErrorData> {
-        self.list_with(Context::new(self.clone(), scope), true)
-            .await
-    }
-
-    pub(crate) fn list_with(
-        &self,
-        cx: Context,
-        run_middleware: bool,
-    ) -> BoxFuture<'_, Result<Vec<ToolInfo>, ErrorData>> {
-        let chain = self.inner.middleware.load_full();
-        if !run_middleware || chain.is_empty() {
-            return Box::pin(async move { self.list_endpoint(&cx, run_middleware).await });
-        }
-        Box::pin(async move {
-            let message = Message::ListTools(ListTools { cx, run_middleware });
-            match run_chain(self, &chain, message).await? {
-                Reply::ListTools(tools) => Ok(tools),
-                _ => Err(ErrorData::internal_error(
-                    "a middleware answered tools/list with a reply of another kind",
-                    None,
-                )),
-            }
-        })
-    }
-
-    async fn list_endpoint(
-        &self,
-        cx: &Context,
-        run_middleware: bool,
-    ) -> Result<Vec<ToolInfo>, ErrorData> {
-        let visibility = self.inner.visibility.load_full();
-        let mut tools: Vec<ToolInfo> = self
-            .inner
-            .tools
-            .load()
-            .order
-            .iter()
-            .filter(|t| visibility.allows(&t.name, &t.tags))
-            .map(|t| ToolInfo {
-                name: Arc::clone(&t.name),
-                tool: Arc::clone(t),
-                owner: self.clone(),
-                owner_name: Arc::clone(&t.name),
-            })
-            .collect();
-        let mounts = self.inner.mounts.load_full();
-        for mount in mounts.iter() {
-            let child = &mount.child;
-            match child.list_with(cx.for_server(child), run_middleware).await {
-                Ok(listed) => {
-                    for info in listed {
-                        let name: Arc<str> = mount.exposed_name(&info.name).into();
-                        if visibility.allows(&name, info.tags()) {
-                            tools.push(ToolInfo {
-                                name,
-                                tool: info.tool,
-                                owner: child.clone(),
-                                owner_name: info.name,
-                            });
-                        }
-                    }
-                }
-                Err(error) => tracing::warn!(
-                    server = %self.name(),
-                    provider = %child.name(),
-                    "Error during list_tools from provider '{}': {}",
-                    child.name(),
-                    error.message
-                ),
-            }
-        }
-        warn_duplicates(self.name(), &tools);
-        Ok(tools)
+        self.list_of(Context::new(self.clone(), scope), true).await
     }
 
     // ---------------------------------------------------------------- other messages
@@ -1291,11 +1314,22 @@ impl Server {
             Message::CallTool(call) => {
                 Box::pin(async move { self.call_endpoint(call).await.map(Reply::CallTool) })
             }
-            Message::ListTools(list) => Box::pin(async move {
-                self.list_endpoint(&list.cx, list.run_middleware)
-                    .await
-                    .map(Reply::ListTools)
-            }),
+            Message::ListTools(list) => self.list_reply::<ToolInfo>(list.cx, list.run_middleware),
+            Message::ListResources(list) => {
+                self.list_reply::<ResourceInfo>(list.cx, list.run_middleware)
+            }
+            Message::ListResourceTemplates(list) => {
+                self.list_reply::<TemplateInfo>(list.cx, list.run_middleware)
+            }
+            Message::ListPrompts(list) => {
+                self.list_reply::<PromptInfo>(list.cx, list.run_middleware)
+            }
+            Message::ReadResource(read) => {
+                Box::pin(async move { self.read_resolved(read).await.map(Reply::ReadResource) })
+            }
+            Message::GetPrompt(get) => {
+                Box::pin(async move { self.get_prompt_resolved(get).await.map(Reply::GetPrompt) })
+            }
             Message::Initialize(init) => Box::pin(std::future::ready(Ok(Reply::Initialize(
                 Box::new(init.result),
             )))),
@@ -1343,7 +1377,18 @@ impl Server {
 
     fn config_for(&self, legacy: bool) -> ServerConfig {
         let info = self.info().clone();
-        let mut capabilities = ServerCapabilities::builder().enable_tools().build();
+        // Every kind is advertised, with list_changed: components can be added at run time,
+        // on this server or on anything mounted below it.
+        #[allow(deprecated)] // logging: rmcp marks it deprecated (SEP-2577); the schema keeps it.
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_logging()
+            .enable_prompts()
+            .enable_resources()
+            .enable_tools()
+            .enable_prompts_list_changed()
+            .enable_resources_list_changed()
+            .enable_tool_list_changed()
+            .build();
         let extensions: std::collections::BTreeMap<String, JsonObject> = self
             .inner
             .extensions
@@ -1450,25 +1495,6 @@ async fn unwind(running: RunningServer) {
     }
     for extension in running.extensions.iter().rev() {
         extension.on_stop(&running.server).await;
-    }
-}
-
-fn warn_duplicates(server: &str, tools: &[ToolInfo]) {
-    if tools.len() < 2 {
-        return;
-    }
-    let mut seen = HashSet::with_capacity(tools.len());
-    for tool in tools {
-        if !seen.insert((&*tool.name, tool.version())) {
-            tracing::warn!(
-                server,
-                "Duplicate tool '{}'{} from two providers; calls resolve to the first",
-                tool.name,
-                tool.version()
-                    .map(|v| format!(" version {v}"))
-                    .unwrap_or_default()
-            );
-        }
     }
 }
 

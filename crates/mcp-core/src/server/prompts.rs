@@ -1,0 +1,333 @@
+//! Registering, resolving and rendering prompts. Names resolve like tool names (A09, A13,
+//! A17, A18); a mounted prompt renders through the child's own middleware (B14).
+
+use std::{collections::BTreeSet, sync::Arc};
+
+use mcp_types::{ErrorData, GetPromptResponse, JsonObject};
+use serde_json::Value;
+
+use super::{Route, Server};
+use crate::{
+    Context, GetPrompt, Message, PromptDef, PromptInfo, Reply, RequestScope, ServerError,
+    prompt::RegisteredPrompt,
+    registry::Registered,
+    server::ListKind,
+    version::{Version, VersionSpec},
+};
+
+/// An in-process `prompts/get`, with every option.
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use mcp_core::{PromptGet, Server};
+/// let s = Server::new("s");
+/// s.prompt("hello", || async { "Say hello" }).unwrap();
+/// let rendered = s.render(PromptGet::new("hello").without_middleware()).await;
+/// assert!(rendered.is_ok());
+/// # });
+/// ```
+#[derive(Debug, Clone)]
+pub struct PromptGet {
+    name: String,
+    arguments: JsonObject,
+    version: Option<Result<VersionSpec, String>>,
+    scope: RequestScope,
+    run_middleware: bool,
+}
+
+impl PromptGet {
+    /// Renders the prompt `name`.
+    ///
+    /// ```
+    /// let _ = mcp_core::PromptGet::new("hello");
+    /// ```
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            arguments: JsonObject::new(),
+            version: None,
+            scope: RequestScope::new(),
+            run_middleware: true,
+        }
+    }
+
+    /// Sets one argument.
+    ///
+    /// ```
+    /// let _ = mcp_core::PromptGet::new("greet").argument("name", "Ada");
+    /// ```
+    pub fn argument(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.arguments
+            .insert(name.into(), Value::String(value.into()));
+        self
+    }
+
+    /// Renders exactly this version (H08).
+    ///
+    /// ```
+    /// let _ = mcp_core::PromptGet::new("hello").version("1.0");
+    /// ```
+    pub fn version(mut self, version: impl std::fmt::Display) -> Self {
+        self.version = Some(
+            Version::new(version.to_string())
+                .map(VersionSpec::exact)
+                .map_err(|e| e.to_string()),
+        );
+        self
+    }
+
+    /// Runs within `scope`.
+    ///
+    /// ```
+    /// let _ = mcp_core::PromptGet::new("hello").scope(mcp_core::RequestScope::new());
+    /// ```
+    pub fn scope(mut self, scope: RequestScope) -> Self {
+        self.scope = scope;
+        self
+    }
+
+    /// Skips every middleware, at every level (B08).
+    ///
+    /// ```
+    /// let _ = mcp_core::PromptGet::new("hello").without_middleware();
+    /// ```
+    pub fn without_middleware(mut self) -> Self {
+        self.run_middleware = false;
+        self
+    }
+}
+
+pub(crate) fn unknown_prompt(name: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("Unknown prompt: '{name}'"), None)
+}
+
+impl Server {
+    /// Registers a prompt, with the versioning rules of [`add_tool`](Self::add_tool) (H03).
+    ///
+    /// ```
+    /// use mcp_core::{PromptDef, Server, ServerError};
+    /// let s = Server::new("s");
+    /// s.add_prompt(PromptDef::new("p", || async { "one" }).version("1.0")).unwrap();
+    /// let mixed = s.add_prompt(PromptDef::new("p", || async { "two" }));
+    /// assert!(matches!(mixed, Err(ServerError::MixedVersioning { kind: "prompt", .. })));
+    /// ```
+    pub fn add_prompt(&self, def: PromptDef) -> Result<(), ServerError> {
+        if def.name.is_empty() {
+            return Err(ServerError::InvalidName {
+                name: def.name,
+                reason: "a prompt name cannot be empty",
+            });
+        }
+        let version = self.parse_version("prompt", &def.name, def.version.as_deref())?;
+        let prompt = Arc::new(RegisteredPrompt::new(def, version));
+        self.update(&self.inner.prompts, |p| p.insert(prompt, self.name()))?;
+        self.announce(ListKind::Prompts);
+        Ok(())
+    }
+
+    /// Registers `handler` as the prompt `name`; shorthand for
+    /// `add_prompt(PromptDef::new(name, handler))`.
+    ///
+    /// ```
+    /// mcp_core::Server::new("s").prompt("hello", || async { "Say hello" }).unwrap();
+    /// ```
+    pub fn prompt<H, M, R>(&self, name: impl Into<String>, handler: H) -> Result<&Self, ServerError>
+    where
+        H: crate::HandlerFn<M, R>,
+        R: crate::IntoPromptResult,
+        M: 'static,
+    {
+        self.add_prompt(PromptDef::new(name, handler))?;
+        Ok(self)
+    }
+
+    /// Removes every version of the prompt `name`; whether there was one (A20).
+    ///
+    /// ```
+    /// let s = mcp_core::Server::new("s");
+    /// s.prompt("hello", || async { "Say hello" }).unwrap();
+    /// assert!(s.remove_prompt("hello"));
+    /// ```
+    pub fn remove_prompt(&self, name: &str) -> bool {
+        self.remove_from(&self.inner.prompts, name, ListKind::Prompts)
+    }
+
+    /// Every visible prompt, all versions, through middleware (B06, B15).
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let s = mcp_core::Server::new("s");
+    /// s.prompt("hello", || async { "Say hello" }).unwrap();
+    /// assert_eq!(s.list_prompts().await.unwrap()[0].name(), "hello");
+    /// # });
+    /// ```
+    pub async fn list_prompts(&self) -> Result<Vec<PromptInfo>, ErrorData> {
+        self.list_of(Context::new(self.clone(), RequestScope::new()), true)
+            .await
+    }
+
+    /// The prompt `name` as this server would render it, without running anything.
+    ///
+    /// ```
+    /// let s = mcp_core::Server::new("s");
+    /// s.prompt("hello", || async { "Say hello" }).unwrap();
+    /// assert_eq!(s.get_prompt_info("hello", None).unwrap().owner().name(), "s");
+    /// ```
+    pub fn get_prompt_info(&self, name: &str, version: Option<&VersionSpec>) -> Option<PromptInfo> {
+        let (prompt, route) = self.resolve_prompt(name, version, &|_, _| true)?;
+        let name: Arc<str> = Arc::from(name);
+        Some(match route {
+            Route::Local => PromptInfo {
+                owner_name: Arc::clone(&name),
+                name,
+                prompt,
+                owner: self.clone(),
+            },
+            Route::Mount { child, child_name } => PromptInfo {
+                name,
+                prompt,
+                owner: child,
+                owner_name: child_name.into(),
+            },
+        })
+    }
+
+    /// Renders the prompt `name` in process, through middleware, with string arguments.
+    /// An unknown prompt is `-32602`.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let s = mcp_core::Server::new("s");
+    /// let error = s.get_prompt("nope", Default::default()).await.unwrap_err();
+    /// assert_eq!(error.message, "Unknown prompt: 'nope'");
+    /// # });
+    /// ```
+    pub async fn get_prompt(
+        &self,
+        name: impl Into<String>,
+        arguments: JsonObject,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let mut get = PromptGet::new(name);
+        get.arguments = arguments;
+        self.render(get).await
+    }
+
+    /// Renders a prompt with every option.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let s = mcp_core::Server::new("s");
+    /// s.prompt("hello", || async { "Say hello" }).unwrap();
+    /// assert!(s.render(mcp_core::PromptGet::new("hello")).await.is_ok());
+    /// # });
+    /// ```
+    pub async fn render(&self, get: PromptGet) -> Result<GetPromptResponse, ErrorData> {
+        let version = get
+            .version
+            .transpose()
+            .map_err(|e| ErrorData::invalid_params(e, None))?;
+        let cx = Context::new(self.clone(), get.scope);
+        let scope = cx.scope_arc();
+        let message = GetPrompt {
+            name: get.name,
+            arguments: get.arguments,
+            version,
+            cx,
+            run_middleware: get.run_middleware,
+        };
+        let reply = self.dispatch_get_prompt(message).await;
+        scope.finish(reply.is_ok());
+        reply
+    }
+
+    /// Runs a `prompts/get` through this server's middleware (unless skipped).
+    pub(crate) async fn dispatch_get_prompt(
+        &self,
+        get: GetPrompt,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        if !get.run_middleware {
+            return self.get_prompt_resolved(get).await;
+        }
+        self.dispatch_typed(Message::GetPrompt(get), true, |reply| match reply {
+            Reply::GetPrompt(rendered) => Some(rendered),
+            _ => None,
+        })
+        .await
+    }
+
+    /// Resolves the name and renders here, or delegates to the mounted child with the exact
+    /// version resolved.
+    pub(crate) async fn get_prompt_resolved(
+        &self,
+        get: GetPrompt,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let GetPrompt {
+            name,
+            arguments,
+            version,
+            cx,
+            run_middleware,
+        } = get;
+        let Some((prompt, route)) = self.resolve_prompt(&name, version.as_ref(), &|_, _| true)
+        else {
+            return Err(unknown_prompt(&name));
+        };
+        match route {
+            Route::Local => super::guarded(|| prompt.render(cx, arguments))
+                .await
+                .map_err(|e| e.into_request_error("prompt", &name, self.masks_error_details())),
+            Route::Mount { child, child_name } => {
+                let get = GetPrompt {
+                    name: child_name,
+                    arguments,
+                    version: prompt.version.clone().map(VersionSpec::exact),
+                    cx: cx.for_server(&child),
+                    run_middleware,
+                };
+                Box::pin(child.dispatch_get_prompt(get)).await
+            }
+        }
+    }
+
+    /// Resolves `name` at this server, skipping prompts an enclosing server hides.
+    fn resolve_prompt(
+        &self,
+        name: &str,
+        spec: Option<&VersionSpec>,
+        visible: &dyn Fn(&str, &BTreeSet<String>) -> bool,
+    ) -> Option<(Arc<RegisteredPrompt>, Route)> {
+        let visibility = self.inner.visibility.load();
+        let shown =
+            |at: &str, tags: &BTreeSet<String>| visibility.allows(at, tags) && visible(at, tags);
+        let mut best = self
+            .inner
+            .prompts
+            .load()
+            .versions(name)
+            .iter()
+            .find(|p| spec.is_none_or(|s| s.matches(p.version())) && shown(name, p.tags()))
+            .map(|p| (Arc::clone(p), Route::Local));
+        for mount in self.inner.mounts.load().iter() {
+            let Some(child_name) = mount.child_prompt(name) else {
+                continue;
+            };
+            let outer = |at: &str, tags: &BTreeSet<String>| shown(&mount.exposed_prompt(at), tags);
+            let Some((found, _)) = mount.child.resolve_prompt(child_name, spec, &outer) else {
+                continue;
+            };
+            if best
+                .as_ref()
+                .is_none_or(|(b, _)| found.version() > b.version())
+            {
+                best = Some((
+                    found,
+                    Route::Mount {
+                        child: mount.child.clone(),
+                        child_name: child_name.to_owned(),
+                    },
+                ));
+            }
+        }
+        best
+    }
+}

@@ -1,0 +1,424 @@
+//! Registering, resolving and reading resources and resource templates.
+//!
+//! A URI resolves at one server like a tool name: this server's own resources first, then
+//! its templates, then each mount (with the namespace stripped from the URI); the highest
+//! version wins and ties go to the earliest provider (A17, A18). A read of a mounted
+//! resource runs the child's own middleware with the child's URI (B14, B16).
+
+use std::{collections::BTreeSet, sync::Arc};
+
+use mcp_types::{ErrorData, JsonObject, ReadResourceResponse};
+use serde_json::Value;
+
+use super::{Route, Server};
+use crate::{
+    Context, Message, ReadResource, Reply, RequestScope, ResourceDef, ResourceInfo, ServerError,
+    TemplateInfo,
+    registry::Registered,
+    resource::{RegisteredResource, RegisteredTemplate},
+    server::ListKind,
+    uri_template::UriTemplate,
+    version::{Version, VersionSpec},
+};
+
+/// What a URI resolved to.
+pub(crate) enum ResourceHit {
+    Resource(Arc<RegisteredResource>),
+    /// A template and the variables it bound.
+    Template(Arc<RegisteredTemplate>, JsonObject),
+}
+
+impl ResourceHit {
+    fn version(&self) -> Option<&Version> {
+        match self {
+            ResourceHit::Resource(r) => r.version(),
+            ResourceHit::Template(t, _) => t.version(),
+        }
+    }
+}
+
+pub(crate) struct ResolvedRead {
+    hit: ResourceHit,
+    route: Route,
+}
+
+/// An in-process `resources/read`, with every option.
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use mcp_core::{ResourceDef, ResourceRead, Server};
+/// let s = Server::new("s");
+/// s.add_resource(ResourceDef::new("data://v", || async { "one" }).version("1.0")).unwrap();
+/// s.add_resource(ResourceDef::new("data://v", || async { "two" }).version("2.0")).unwrap();
+/// let read = s.read(ResourceRead::new("data://v").version("1.0").without_middleware()).await;
+/// assert!(read.is_ok());
+/// # });
+/// ```
+#[derive(Debug, Clone)]
+pub struct ResourceRead {
+    uri: String,
+    version: Option<Result<VersionSpec, String>>,
+    scope: RequestScope,
+    run_middleware: bool,
+}
+
+impl ResourceRead {
+    /// A read of `uri`.
+    ///
+    /// ```
+    /// let _ = mcp_core::ResourceRead::new("data://readme");
+    /// ```
+    pub fn new(uri: impl Into<String>) -> Self {
+        Self {
+            uri: uri.into(),
+            version: None,
+            scope: RequestScope::new(),
+            run_middleware: true,
+        }
+    }
+
+    /// Reads exactly this version (H08).
+    ///
+    /// ```
+    /// let _ = mcp_core::ResourceRead::new("data://readme").version("1.0");
+    /// ```
+    pub fn version(mut self, version: impl std::fmt::Display) -> Self {
+        self.version = Some(
+            Version::new(version.to_string())
+                .map(VersionSpec::exact)
+                .map_err(|e| e.to_string()),
+        );
+        self
+    }
+
+    /// Runs within `scope` (principal, protocol version, input responses...).
+    ///
+    /// ```
+    /// let _ = mcp_core::ResourceRead::new("data://readme").scope(mcp_core::RequestScope::new());
+    /// ```
+    pub fn scope(mut self, scope: RequestScope) -> Self {
+        self.scope = scope;
+        self
+    }
+
+    /// Skips every middleware, at every level (B08).
+    ///
+    /// ```
+    /// let _ = mcp_core::ResourceRead::new("data://readme").without_middleware();
+    /// ```
+    pub fn without_middleware(mut self) -> Self {
+        self.run_middleware = false;
+        self
+    }
+}
+
+pub(crate) fn unknown_resource(uri: &str) -> ErrorData {
+    ErrorData::resource_not_found(format!("Unknown resource: '{uri}'"), None)
+}
+
+impl Server {
+    /// Registers a resource, or a resource template when the URI has `{variables}`.
+    ///
+    /// Fails on an invalid version or template, when the template's required arguments are
+    /// not all variables of the URI, or on the versioning rules of [`add_tool`](Self::add_tool)
+    /// (H03).
+    ///
+    /// ```
+    /// use mcp_core::{Args, ResourceDef, Server, ServerError};
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Id { id: u32 }
+    /// let s = Server::new("s");
+    /// s.add_resource(ResourceDef::new("data://{id}", |Args(i): Args<Id>| async move { i.id.to_string() })).unwrap();
+    /// // `name` is required by the handler but is not in the URI:
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Named { name: String }
+    /// let bad = s.add_resource(ResourceDef::new("data://x/{id}", |Args(n): Args<Named>| async move { n.name }));
+    /// assert!(matches!(bad, Err(ServerError::TemplateArguments { .. })));
+    /// ```
+    pub fn add_resource(&self, def: ResourceDef) -> Result<(), ServerError> {
+        let version = self.parse_version("resource", &def.uri, def.version.as_deref())?;
+        if !def.uri.contains('{') {
+            let resource = Arc::new(RegisteredResource::new(def, version));
+            self.update(&self.inner.resources, |r| r.insert(resource, self.name()))?;
+            self.announce(ListKind::Resources);
+            return Ok(());
+        }
+        let template =
+            UriTemplate::parse(&def.uri).map_err(|source| ServerError::InvalidTemplate {
+                uri: def.uri.clone(),
+                source,
+            })?;
+        let variables: BTreeSet<&str> = template.variables().into_iter().collect();
+        let missing: Vec<String> = def
+            .input_schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .filter(|name| !variables.contains(name))
+            .map(str::to_owned)
+            .collect();
+        if !missing.is_empty() {
+            return Err(ServerError::TemplateArguments {
+                uri: def.uri,
+                missing,
+            });
+        }
+        let registered = Arc::new(RegisteredTemplate::new(def, template, version));
+        self.update(&self.inner.templates, |t| t.insert(registered, self.name()))?;
+        self.announce(ListKind::Resources);
+        Ok(())
+    }
+
+    /// Registers `handler` as the resource (or template) at `uri`; shorthand for
+    /// `add_resource(ResourceDef::new(uri, handler))`.
+    ///
+    /// ```
+    /// mcp_core::Server::new("s").resource("data://readme", || async { "hello" }).unwrap();
+    /// ```
+    pub fn resource<H, M, R>(
+        &self,
+        uri: impl Into<String>,
+        handler: H,
+    ) -> Result<&Self, ServerError>
+    where
+        H: crate::HandlerFn<M, R>,
+        R: crate::IntoResourceContents,
+        M: 'static,
+    {
+        self.add_resource(ResourceDef::new(uri, handler))?;
+        Ok(self)
+    }
+
+    /// Removes every version of the resource or template registered at `uri`; whether there
+    /// was one. Mounted parents stop showing it at once (A20).
+    ///
+    /// ```
+    /// let s = mcp_core::Server::new("s");
+    /// s.resource("data://readme", || async { "hello" }).unwrap();
+    /// assert!(s.remove_resource("data://readme"));
+    /// assert!(!s.remove_resource("data://readme"));
+    /// ```
+    pub fn remove_resource(&self, uri: &str) -> bool {
+        self.remove_from(&self.inner.resources, uri, ListKind::Resources)
+            | self.remove_from(&self.inner.templates, uri, ListKind::Resources)
+    }
+
+    /// Every visible resource, all versions, through middleware (B06, B15).
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let s = mcp_core::Server::new("s");
+    /// s.resource("data://readme", || async { "hello" }).unwrap();
+    /// assert_eq!(s.list_resources().await.unwrap()[0].uri(), "data://readme");
+    /// # });
+    /// ```
+    pub async fn list_resources(&self) -> Result<Vec<ResourceInfo>, ErrorData> {
+        self.list_of(Context::new(self.clone(), RequestScope::new()), true)
+            .await
+    }
+
+    /// Every visible resource template, all versions, through middleware (B06, B15).
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let s = mcp_core::Server::new("s");
+    /// assert!(s.list_resource_templates().await.unwrap().is_empty());
+    /// # });
+    /// ```
+    pub async fn list_resource_templates(&self) -> Result<Vec<TemplateInfo>, ErrorData> {
+        self.list_of(Context::new(self.clone(), RequestScope::new()), true)
+            .await
+    }
+
+    /// Reads `uri` in process, through middleware, like a client would. An unknown URI is
+    /// `-32002` (sent as `-32602` to 2026-07-28 clients).
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let s = mcp_core::Server::new("s");
+    /// let error = s.read_resource("data://nothing").await.unwrap_err();
+    /// assert_eq!(error.code.0, -32002);
+    /// assert_eq!(error.message, "Unknown resource: 'data://nothing'");
+    /// # });
+    /// ```
+    pub async fn read_resource(
+        &self,
+        uri: impl Into<String>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.read(ResourceRead::new(uri)).await
+    }
+
+    /// Reads a resource with every option (version, scope, no middleware).
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let s = mcp_core::Server::new("s");
+    /// s.resource("data://readme", || async { "hello" }).unwrap();
+    /// assert!(s.read(mcp_core::ResourceRead::new("data://readme")).await.is_ok());
+    /// # });
+    /// ```
+    pub async fn read(&self, read: ResourceRead) -> Result<ReadResourceResponse, ErrorData> {
+        let version = read
+            .version
+            .transpose()
+            .map_err(|e| ErrorData::invalid_params(e, None))?;
+        let cx = Context::new(self.clone(), read.scope);
+        let scope = cx.scope_arc();
+        let message = ReadResource {
+            uri: read.uri,
+            version,
+            cx,
+            run_middleware: read.run_middleware,
+        };
+        let reply = self.dispatch_read(message).await;
+        scope.finish(reply.is_ok());
+        reply
+    }
+
+    /// Runs a read through this server's middleware (unless skipped) and resolves it.
+    pub(crate) async fn dispatch_read(
+        &self,
+        read: ReadResource,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        if !read.run_middleware {
+            return self.read_resolved(read).await;
+        }
+        let run_middleware = read.run_middleware;
+        self.dispatch_typed(
+            Message::ReadResource(read),
+            run_middleware,
+            |reply| match reply {
+                Reply::ReadResource(read) => Some(read),
+                _ => None,
+            },
+        )
+        .await
+    }
+
+    /// Resolves the URI and reads it here, or delegates to the mounted child that has it,
+    /// with the exact version resolved.
+    pub(crate) async fn read_resolved(
+        &self,
+        read: ReadResource,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let ReadResource {
+            uri,
+            version,
+            cx,
+            run_middleware,
+        } = read;
+        let Some(ResolvedRead { hit, route }) =
+            self.resolve_resource(&uri, version.as_ref(), &|_, _| true)
+        else {
+            return Err(unknown_resource(&uri));
+        };
+        match route {
+            Route::Local => {
+                let (core, params) = match &hit {
+                    ResourceHit::Resource(r) => (&r.core, JsonObject::new()),
+                    ResourceHit::Template(t, params) => (&t.core, params.clone()),
+                };
+                let future = super::guarded(|| core.read(cx, &uri, params));
+                future
+                    .await
+                    .map_err(|e| e.into_request_error("resource", &uri, self.masks_error_details()))
+            }
+            Route::Mount { child, child_name } => {
+                let read = ReadResource {
+                    uri: child_name,
+                    version: hit.version().cloned().map(VersionSpec::exact),
+                    cx: cx.for_server(&child),
+                    run_middleware,
+                };
+                Box::pin(child.dispatch_read(read)).await
+            }
+        }
+    }
+
+    /// Resolves `uri` at this server, skipping components an enclosing server hides
+    /// (`visible(uri at that level, tags)`).
+    fn resolve_resource(
+        &self,
+        uri: &str,
+        spec: Option<&VersionSpec>,
+        visible: &dyn Fn(&str, &BTreeSet<String>) -> bool,
+    ) -> Option<ResolvedRead> {
+        let visibility = self.inner.visibility.load();
+        let shown = |tags: &BTreeSet<String>| visibility.allows(uri, tags) && visible(uri, tags);
+        let accepts = |version: Option<&Version>| spec.is_none_or(|s| s.matches(version));
+        let mut best = self
+            .inner
+            .resources
+            .load()
+            .versions(uri)
+            .iter()
+            .find(|r| accepts(r.version()) && shown(r.tags()))
+            .map(|r| ResourceHit::Resource(Arc::clone(r)));
+        if best.is_none() {
+            best = self.match_template(uri, &accepts, &shown);
+        }
+        let mut best = best.map(|hit| ResolvedRead {
+            hit,
+            route: Route::Local,
+        });
+        let visible_here =
+            |at: &str, tags: &BTreeSet<String>| visibility.allows(at, tags) && visible(at, tags);
+        for mount in self.inner.mounts.load().iter() {
+            let Some(child_uri) = mount.child_uri(uri) else {
+                continue;
+            };
+            let outer =
+                |at: &str, tags: &BTreeSet<String>| visible_here(&mount.exposed_uri(at), tags);
+            let Some(found) = mount.child.resolve_resource(&child_uri, spec, &outer) else {
+                continue;
+            };
+            if best
+                .as_ref()
+                .is_none_or(|b| found.hit.version() > b.hit.version())
+            {
+                best = Some(ResolvedRead {
+                    hit: found.hit,
+                    route: Route::Mount {
+                        child: mount.child.clone(),
+                        child_name: child_uri,
+                    },
+                });
+            }
+        }
+        best
+    }
+
+    /// The first template, in registration order, that matches `uri` (its highest accepted
+    /// version).
+    fn match_template(
+        &self,
+        uri: &str,
+        accepts: &dyn Fn(Option<&Version>) -> bool,
+        shown: &dyn Fn(&BTreeSet<String>) -> bool,
+    ) -> Option<ResourceHit> {
+        let templates = self.inner.templates.load();
+        let mut tried = BTreeSet::new();
+        for registered in templates.iter() {
+            if !tried.insert(Arc::clone(registered.key())) {
+                continue;
+            }
+            let Some(params) = registered.template.matches(uri) else {
+                continue;
+            };
+            let chosen = templates
+                .versions(registered.key())
+                .iter()
+                .find(|t| accepts(t.version()) && shown(t.tags()));
+            if let Some(chosen) = chosen {
+                let params = params
+                    .into_iter()
+                    .map(|(k, v)| (k, Value::String(v)))
+                    .collect();
+                return Some(ResourceHit::Template(Arc::clone(chosen), params));
+            }
+        }
+        None
+    }
+}
