@@ -15,6 +15,13 @@
 //! | `required_task(value)` | `value + 1` | required |
 //! | `child_multiply(a, b)` | `a * b`, on the mounted child | optional |
 //! | `child_echo(message)` | `message`, on the mounted child | forbidden |
+//! | `ask_name()` | asks the user's name (an input round), then `"Hello, <name>!"` | optional |
+//!
+//! | resource, template or prompt | what |
+//! |---|---|
+//! | resource `demo://readme` | a short Markdown text about the demo |
+//! | template `users://child/{id}/profile` | a JSON profile for user `id` (on the child) |
+//! | prompt `child_greet(name, style?)` | a greeting request for a model (on the child) |
 //!
 //! A 2026-07-28 request that opts in to the tasks extension (in its `_meta`) gets a
 //! `CreateTaskResult` for an optional or required tool, and polls `tasks/get`; without the
@@ -26,8 +33,10 @@ use std::{net::SocketAddr, time::Duration};
 
 use clap::Parser;
 use mcpkit::{
-    Args, Context, HttpConfig, HttpServer, Server, ServerError, ToolDef, ToolError,
-    tasks::TasksExtension, types::TaskSupport,
+    Args, Context, HttpConfig, HttpServer, InputRequired, Json, LogLevel, Outcome, PromptDef,
+    ResourceDef, Server, ServerError, ToolDef, ToolError,
+    tasks::TasksExtension,
+    types::{InputRequest, TaskSupport},
 };
 use serde::Deserialize;
 
@@ -68,6 +77,27 @@ struct Message {
     message: String,
 }
 
+#[derive(Deserialize, schemars::JsonSchema)]
+struct UserId {
+    /// The user's numeric id.
+    id: u32,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct Greeting {
+    /// Who to greet.
+    name: String,
+    /// The tone: "formal" or "casual" (the default).
+    style: Option<String>,
+}
+
+#[derive(serde::Serialize)]
+struct Profile {
+    id: u32,
+    name: String,
+    admin: bool,
+}
+
 fn overflow() -> ToolError {
     ToolError::new("the result does not fit in a 64-bit integer")
 }
@@ -90,6 +120,9 @@ async fn sleep_task(
         ));
     }
     let capped = seconds.min(60.0);
+    // As a task this becomes the task's statusMessage; otherwise a progress notification.
+    cx.report_progress(0.0, Some(capped), Some("sleeping".into()))
+        .await;
     tokio::select! {
         () = tokio::time::sleep(Duration::from_secs_f64(capped)) => Ok(format!("slept {seconds}")),
         () = cx.cancellation().cancelled() => Err(ToolError::new("cancelled")),
@@ -108,6 +141,58 @@ async fn echo(Args(Message { message }): Args<Message>) -> String {
     message
 }
 
+/// Asks for the user's name with an elicitation round, then greets them. The same code runs
+/// synchronously (an input round on the call) and as a task (`input_required`).
+async fn ask_name(cx: Context) -> Result<Outcome<String>, ToolError> {
+    if let Some(answer) = cx.input_responses().and_then(|r| r.get("name")) {
+        let name = match answer["action"].as_str() {
+            Some("accept") => answer["content"]["name"].as_str().unwrap_or("stranger"),
+            _ => "stranger",
+        };
+        return Ok(Outcome::Done(format!("Hello, {name}!")));
+    }
+    cx.log(LogLevel::Info, "asking for the user's name").await;
+    let ask: InputRequest = serde_json::from_value(serde_json::json!({
+        "method": "elicitation/create",
+        "params": {
+            "mode": "form",
+            "message": "What is your name?",
+            "requestedSchema": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}},
+                "required": ["name"]
+            }
+        }
+    }))
+    .map_err(ToolError::internal)?;
+    Ok(Outcome::InputRequired(
+        InputRequired::new()
+            .request("name", ask)
+            .with_state("asked-name"),
+    ))
+}
+
+async fn readme() -> &'static str {
+    "# mcpkit demo\n\nTools: add, parent_tool, sleep_task, required_task, ask_name and the \
+     child's multiply and echo. Resource templates: users://child/{id}/profile. Prompts: \
+     child_greet."
+}
+
+async fn profile(Args(UserId { id }): Args<UserId>) -> Json<Profile> {
+    Json(Profile {
+        id,
+        name: format!("user-{id}"),
+        admin: id == 1,
+    })
+}
+
+async fn greet(Args(Greeting { name, style }): Args<Greeting>) -> String {
+    match style.as_deref() {
+        Some("formal") => format!("Write a formal greeting to {name}."),
+        _ => format!("Write a friendly, casual greeting to {name}."),
+    }
+}
+
 /// The demo tree, with the tasks extension on the root. Task modes: `parent_tool`,
 /// `sleep_task` and `child_multiply` optional; `required_task` required; `add` and
 /// `child_echo` forbidden.
@@ -119,6 +204,14 @@ fn demo_server() -> Result<Server, ServerError> {
             .task(true),
     )?;
     child.add_tool(ToolDef::new("echo", echo).description("Returns the message"))?;
+    child.add_resource(
+        ResourceDef::new("users://{id}/profile", profile)
+            .name("user_profile")
+            .description("A user's profile")
+            .mime_type("application/json"),
+    )?;
+    child
+        .add_prompt(PromptDef::new("greet", greet).description("Asks a model to greet someone"))?;
 
     let parent = Server::new("demo")
         .with_version(env!("CARGO_PKG_VERSION"))
@@ -138,6 +231,17 @@ fn demo_server() -> Result<Server, ServerError> {
         ToolDef::new("required_task", required_task)
             .description("Adds one")
             .task(TaskSupport::Required),
+    )?;
+    parent.add_tool(
+        ToolDef::new("ask_name", ask_name)
+            .description("Asks for your name, then greets you")
+            .task(true),
+    )?;
+    parent.add_resource(
+        ResourceDef::new("demo://readme", readme)
+            .name("readme")
+            .description("What this demo serves")
+            .mime_type("text/markdown"),
     )?;
     parent.mount(&child, "child")?;
     parent.add_extension(TasksExtension::new())?;

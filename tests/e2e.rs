@@ -12,8 +12,9 @@ use test_helpers::{
     wire::{WireLog, record_http, spawn_stdio},
 };
 
-const EXPECTED_TOOLS: [&str; 6] = [
+const EXPECTED_TOOLS: [&str; 7] = [
     "add",
+    "ask_name",
     "child_echo",
     "child_multiply",
     "parent_tool",
@@ -85,7 +86,7 @@ async fn scenario(client: TestClient, log: WireLog, lifecycle: Lifecycle) {
     let legacy = lifecycle == Lifecycle::Legacy;
     let counts = log.assert_valid(legacy);
     assert!(
-        counts.tools >= 6,
+        counts.tools >= 7,
         "every listed Tool was validated: {counts:?}"
     );
     assert!(

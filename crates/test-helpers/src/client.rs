@@ -44,6 +44,176 @@ pub fn client_config(tasks: bool) -> ClientConfig {
     ClientConfig::new(capabilities, Implementation::new("test-client", "0.0.0"))
 }
 
+/// Connects any client handler (e.g. a [`RecordingClient`]) in the given era.
+///
+/// ```no_run
+/// # async fn demo(transport: tokio::io::DuplexStream) {
+/// use test_helpers::client::{Lifecycle, RecordingClient, connect_with};
+/// let (handler, _events) = RecordingClient::new(false);
+/// let client = connect_with(handler, transport, Lifecycle::Legacy).await.unwrap();
+/// # drop(client);
+/// # }
+/// ```
+pub async fn connect_with<H, T, E, A>(
+    handler: H,
+    transport: T,
+    lifecycle: Lifecycle,
+) -> Result<RunningService<RoleClient, H>, ClientInitializeError>
+where
+    H: rmcp::ClientHandler,
+    T: IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    match lifecycle {
+        Lifecycle::Legacy => handler.serve(transport).await,
+        Lifecycle::Modern => {
+            handler
+                .serve_with_lifecycle(
+                    transport,
+                    ClientLifecycleMode::Discover {
+                        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                    },
+                )
+                .await
+        }
+    }
+}
+
+/// Something a [`RecordingClient`] saw from the server.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClientEvent {
+    /// An `elicitation/create` request, with its message.
+    Elicited(String),
+    /// `notifications/message`: the level and data.
+    Log(String, serde_json::Value),
+    /// `notifications/progress`: progress, total, message.
+    Progress(f64, Option<f64>, Option<String>),
+    /// `notifications/tools/list_changed`.
+    ToolsChanged,
+    /// `notifications/resources/list_changed`.
+    ResourcesChanged,
+    /// `notifications/prompts/list_changed`.
+    PromptsChanged,
+}
+
+/// A client that declares form elicitation, answers every elicitation with a fixed content
+/// (or declines), and reports what the server sent on a channel, so tests wait on events
+/// instead of sleeping.
+///
+/// ```
+/// use test_helpers::client::RecordingClient;
+/// let (client, _events) = RecordingClient::new(true);
+/// let _answering = client.answering(serde_json::json!({"name": "Ada"}));
+/// ```
+#[derive(Clone)]
+pub struct RecordingClient {
+    config: ClientConfig,
+    answer: Option<serde_json::Value>,
+    events: tokio::sync::mpsc::UnboundedSender<ClientEvent>,
+}
+
+impl RecordingClient {
+    /// A recording client (opted in to tasks when `tasks`) and the receiver of its events.
+    /// It declines elicitations until [`answering`](Self::answering) is set.
+    pub fn new(tasks: bool) -> (Self, tokio::sync::mpsc::UnboundedReceiver<ClientEvent>) {
+        let mut config = client_config(tasks);
+        config.capabilities.elicitation = Some(rmcp::model::ElicitationCapability::default());
+        let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
+        (
+            Self {
+                config,
+                answer: None,
+                events,
+            },
+            receiver,
+        )
+    }
+
+    /// Accepts every elicitation with `content`.
+    pub fn answering(mut self, content: serde_json::Value) -> Self {
+        self.answer = Some(content);
+        self
+    }
+
+    /// The same client without the elicitation capability.
+    pub fn without_elicitation(mut self) -> Self {
+        self.config.capabilities.elicitation = None;
+        self
+    }
+
+    fn record(&self, event: ClientEvent) {
+        // The test may have stopped listening; that is fine.
+        let _ = self.events.send(event);
+    }
+}
+
+#[allow(deprecated)] // logging notifications: rmcp marks them deprecated (SEP-2577).
+impl rmcp::ClientHandler for RecordingClient {
+    fn get_info(&self) -> ClientConfig {
+        self.config.clone()
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let message = serde_json::to_value(&request)
+            .ok()
+            .and_then(|v| v["message"].as_str().map(str::to_owned))
+            .unwrap_or_default();
+        self.record(ClientEvent::Elicited(message));
+        let result = match &self.answer {
+            Some(content) => rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
+                .with_content(content.clone()),
+            None => rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Decline),
+        };
+        Ok(result)
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        let level = serde_json::to_value(params.level)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        self.record(ClientEvent::Log(level, params.data));
+    }
+
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.record(ClientEvent::Progress(
+            params.progress,
+            params.total,
+            params.message,
+        ));
+    }
+
+    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        self.record(ClientEvent::ToolsChanged);
+    }
+
+    async fn on_resource_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.record(ClientEvent::ResourcesChanged);
+    }
+
+    async fn on_prompt_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.record(ClientEvent::PromptsChanged);
+    }
+}
+
 /// Connects an rmcp client over `transport` in the given era.
 ///
 /// ```no_run

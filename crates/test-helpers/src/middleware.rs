@@ -18,8 +18,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use mcp_core::{
-    CallTool, Discover, Initialize, ListTools, Message, Middleware, Next, Reply, ToolInfo,
-    types::{CallToolResponse, DiscoverResult, ErrorData, InitializeResult},
+    CallTool, Discover, GetPrompt, Initialize, ListPrompts, ListResourceTemplates, ListResources,
+    ListTools, Message, Middleware, Next, PromptInfo, ReadResource, Reply, ResourceInfo,
+    TemplateInfo, ToolInfo,
+    types::{
+        CallToolResponse, DiscoverResult, ErrorData, GetPromptResponse, InitializeResult,
+        ReadResourceResponse,
+    },
 };
 
 /// An ordered log of entries, shared by clones (middleware, tools and the test).
@@ -162,6 +167,52 @@ impl Middleware for HookRecorder {
         next: Next<'_, ListTools>,
     ) -> Result<Vec<ToolInfo>, ErrorData> {
         self.around("on_list_tools", "tools/list", next.run(list))
+            .await
+    }
+
+    async fn on_list_resources(
+        &self,
+        list: ListResources,
+        next: Next<'_, ListResources>,
+    ) -> Result<Vec<ResourceInfo>, ErrorData> {
+        self.around("on_list_resources", "resources/list", next.run(list))
+            .await
+    }
+
+    async fn on_list_resource_templates(
+        &self,
+        list: ListResourceTemplates,
+        next: Next<'_, ListResourceTemplates>,
+    ) -> Result<Vec<TemplateInfo>, ErrorData> {
+        let method = "resources/templates/list";
+        self.around("on_list_resource_templates", method, next.run(list))
+            .await
+    }
+
+    async fn on_read_resource(
+        &self,
+        read: ReadResource,
+        next: Next<'_, ReadResource>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.around("on_read_resource", "resources/read", next.run(read))
+            .await
+    }
+
+    async fn on_list_prompts(
+        &self,
+        list: ListPrompts,
+        next: Next<'_, ListPrompts>,
+    ) -> Result<Vec<PromptInfo>, ErrorData> {
+        self.around("on_list_prompts", "prompts/list", next.run(list))
+            .await
+    }
+
+    async fn on_get_prompt(
+        &self,
+        get: GetPrompt,
+        next: Next<'_, GetPrompt>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        self.around("on_get_prompt", "prompts/get", next.run(get))
             .await
     }
 

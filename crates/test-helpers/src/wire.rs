@@ -4,6 +4,7 @@
 //! rmcp's client parses into typed structs that drop unknown fields, so validating what the
 //! client hands back would miss wire defects. These helpers keep the raw JSON instead.
 
+use futures::StreamExt as _;
 use std::{
     process::Stdio,
     sync::{Arc, Mutex, PoisonError},
@@ -62,36 +63,95 @@ impl WireLog {
     pub fn assert_valid(&self, legacy: bool) -> WireCounts {
         let mut counts = WireCounts::default();
         for message in self.messages() {
-            if let Some(error) = message.get("error") {
+            if message.get("error").is_some() {
                 assert_valid(Spec::Mcp, "JSONRPCErrorResponse", &message);
-                let _ = error;
                 counts.errors += 1;
-                continue;
-            }
-            let Some(result) = message.get("result") else {
-                counts.other += 1;
-                continue;
-            };
-            if let Some(tools) = result.get("tools").and_then(Value::as_array) {
-                for tool in tools {
-                    assert_valid(Spec::Mcp, "Tool", tool);
-                    counts.tools += 1;
-                }
-                if !legacy {
-                    assert_valid(Spec::Mcp, "ListToolsResult", result);
-                }
-            } else if result.get("resultType").and_then(Value::as_str) == Some("task") {
-                assert_valid(Spec::Tasks, "CreateTaskResult", result);
-                counts.tasks += 1;
-            } else if result.get("content").is_some() {
-                assert_valid_call_tool_result(result, legacy);
-                counts.call_results += 1;
+            } else if let Some(result) = message.get("result") {
+                validate_result(result, legacy, &mut counts);
+            } else if let Some(method) = message.get("method").and_then(Value::as_str) {
+                validate_notification(method, &message, &mut counts);
             } else {
                 counts.other += 1;
             }
         }
         counts
     }
+}
+
+/// Each list entry against `entry`, and the whole result against `whole` (2026 only:
+/// legacy results carry no `resultType`).
+fn validate_list(result: &Value, items: &[Value], entry: &str, whole: &str, legacy: bool) -> usize {
+    for item in items {
+        assert_valid(Spec::Mcp, entry, item);
+    }
+    if !legacy {
+        assert_valid(Spec::Mcp, whole, result);
+    }
+    items.len()
+}
+
+fn validate_result(result: &Value, legacy: bool, counts: &mut WireCounts) {
+    let list = |key: &str| result.get(key).and_then(Value::as_array).map(Vec::as_slice);
+    let result_type = result.get("resultType").and_then(Value::as_str);
+    if let Some(tools) = list("tools") {
+        counts.tools += validate_list(result, tools, "Tool", "ListToolsResult", legacy);
+    } else if let Some(resources) = list("resources") {
+        counts.resources +=
+            validate_list(result, resources, "Resource", "ListResourcesResult", legacy);
+    } else if let Some(templates) = list("resourceTemplates") {
+        counts.templates += validate_list(
+            result,
+            templates,
+            "ResourceTemplate",
+            "ListResourceTemplatesResult",
+            legacy,
+        );
+    } else if let Some(prompts) = list("prompts") {
+        counts.prompts += validate_list(result, prompts, "Prompt", "ListPromptsResult", legacy);
+    } else if result_type == Some("task") {
+        assert_valid(Spec::Tasks, "CreateTaskResult", result);
+        counts.tasks += 1;
+    } else if result_type == Some("input_required") {
+        assert_valid(Spec::Mcp, "InputRequiredResult", result);
+        counts.input_rounds += 1;
+    } else if result.get("content").is_some() {
+        assert_valid_call_tool_result(result, legacy);
+        counts.call_results += 1;
+    } else if let Some(contents) = list("contents") {
+        for item in contents {
+            assert_valid(Spec::Mcp, "ResourceContents", item);
+        }
+        if !legacy {
+            assert_valid(Spec::Mcp, "ReadResourceResult", result);
+        }
+        counts.reads += 1;
+    } else if let Some(messages) = list("messages") {
+        for item in messages {
+            assert_valid(Spec::Mcp, "PromptMessage", item);
+        }
+        if !legacy {
+            assert_valid(Spec::Mcp, "GetPromptResult", result);
+        }
+        counts.prompt_results += 1;
+    } else {
+        counts.other += 1;
+    }
+}
+
+fn validate_notification(method: &str, message: &Value, counts: &mut WireCounts) {
+    let definition = match method {
+        "notifications/message" => "LoggingMessageNotification",
+        "notifications/progress" => "ProgressNotification",
+        "notifications/tools/list_changed" => "ToolListChangedNotification",
+        "notifications/resources/list_changed" => "ResourceListChangedNotification",
+        "notifications/prompts/list_changed" => "PromptListChangedNotification",
+        _ => {
+            counts.other += 1;
+            return;
+        }
+    };
+    assert_valid(Spec::Mcp, definition, message);
+    counts.notifications += 1;
 }
 
 /// What [`WireLog::assert_valid`] checked.
@@ -105,6 +165,20 @@ pub struct WireCounts {
     pub tasks: usize,
     /// JSON-RPC error responses.
     pub errors: usize,
+    /// `Resource` entries of `resources/list` results.
+    pub resources: usize,
+    /// `ResourceTemplate` entries of `resources/templates/list` results.
+    pub templates: usize,
+    /// `ReadResourceResult`s.
+    pub reads: usize,
+    /// `Prompt` entries of `prompts/list` results.
+    pub prompts: usize,
+    /// `GetPromptResult`s.
+    pub prompt_results: usize,
+    /// `InputRequiredResult`s.
+    pub input_rounds: usize,
+    /// Log, progress and list-changed notifications.
+    pub notifications: usize,
     /// Anything else (discover, initialize, notifications...).
     pub other: usize,
 }
@@ -255,9 +329,25 @@ async fn forward(
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
-    let recorded = content_type.starts_with("application/json")
-        || (is_post && content_type.starts_with("text/event-stream"));
-    if !recorded {
+    if is_post && content_type.starts_with("text/event-stream") {
+        // Recorded line by line as it flows: the server may send requests (elicitation)
+        // on this stream and wait for the answer before ending it.
+        let mut pending = String::new();
+        let stream = response.bytes_stream().map(move |chunk| {
+            if let Ok(bytes) = &chunk {
+                pending.push_str(&String::from_utf8_lossy(bytes));
+                while let Some(end) = pending.find('\n') {
+                    let line: String = pending.drain(..=end).collect();
+                    record_sse_line(&log, &line);
+                }
+            }
+            chunk
+        });
+        return builder
+            .body(Body::from_stream(stream))
+            .unwrap_or_else(|_| status(http::StatusCode::BAD_GATEWAY));
+    }
+    if !content_type.starts_with("application/json") {
         // A GET event stream stays open: pass it through as it flows.
         return builder
             .body(Body::from_stream(response.bytes_stream()))
@@ -284,12 +374,16 @@ fn record_body(log: &WireLog, content_type: &str, bytes: &[u8]) {
         return;
     }
     for line in text.lines() {
-        if let Some(data) = line.strip_prefix("data:") {
-            let data = data.trim();
-            if let Ok(message) = serde_json::from_str::<Value>(data) {
-                log.push(message);
-            }
-        }
+        record_sse_line(log, line);
+    }
+}
+
+/// Records the message of one SSE `data:` line.
+fn record_sse_line(log: &WireLog, line: &str) {
+    if let Some(data) = line.strip_prefix("data:")
+        && let Ok(message) = serde_json::from_str::<Value>(data.trim())
+    {
+        log.push(message);
     }
 }
 
