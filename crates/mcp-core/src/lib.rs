@@ -35,6 +35,7 @@
 #![warn(missing_docs)]
 
 pub mod auth;
+mod builders;
 pub mod coerce;
 mod context;
 mod error;

@@ -171,67 +171,12 @@ impl PromptDef {
     pub fn name(&self) -> &str {
         &self.name
     }
-
-    /// A human-readable title.
-    ///
-    /// ```
-    /// let _ = mcp_core::PromptDef::new("p", || async { "" }).title("P");
-    /// ```
-    pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.title = Some(title.into());
-        self
-    }
-
-    /// A description.
-    ///
-    /// ```
-    /// let _ = mcp_core::PromptDef::new("p", || async { "" }).description("the p");
-    /// ```
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.description = Some(description.into());
-        self
-    }
-
-    /// Icons.
-    ///
-    /// ```
-    /// let _ = mcp_core::PromptDef::new("p", || async { "" }).icons(vec![]);
-    /// ```
-    pub fn icons(mut self, icons: Vec<Icon>) -> Self {
-        self.icons = Some(icons);
-        self
-    }
-
-    /// `_meta` of the listing entry.
-    ///
-    /// ```
-    /// let _ = mcp_core::PromptDef::new("p", || async { "" }).meta(mcp_core::types::MetaObject::new());
-    /// ```
-    pub fn meta(mut self, meta: MetaObject) -> Self {
-        self.meta = Some(meta);
-        self
-    }
-
-    /// Adds a tag.
-    ///
-    /// ```
-    /// let _ = mcp_core::PromptDef::new("p", || async { "" }).tag("internal");
-    /// ```
-    pub fn tag(mut self, tag: impl Into<String>) -> Self {
-        self.tags.insert(tag.into());
-        self
-    }
-
-    /// A version (H01).
-    ///
-    /// ```
-    /// let _ = mcp_core::PromptDef::new("p", || async { "" }).version("1.0");
-    /// ```
-    pub fn version(mut self, version: impl std::fmt::Display) -> Self {
-        self.version = Some(version.to_string());
-        self
-    }
 }
+
+crate::builders::metadata_builders!(
+    PromptDef,
+    "mcp_core::PromptDef::new(\"p\", || async { \"p\" })"
+);
 
 impl std::fmt::Debug for PromptDef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

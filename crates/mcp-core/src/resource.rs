@@ -293,26 +293,6 @@ impl ResourceDef {
         self
     }
 
-    /// A human-readable title.
-    ///
-    /// ```
-    /// let _ = mcp_core::ResourceDef::new("a://b", || async { "" }).title("B");
-    /// ```
-    pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.title = Some(title.into());
-        self
-    }
-
-    /// A description for clients and models.
-    ///
-    /// ```
-    /// let _ = mcp_core::ResourceDef::new("a://b", || async { "" }).description("the b");
-    /// ```
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.description = Some(description.into());
-        self
-    }
-
     /// The MIME type of the contents (text defaults to `text/plain`, [`Json`] to
     /// `application/json`, [`Bytes`] to `application/octet-stream`).
     ///
@@ -344,48 +324,12 @@ impl ResourceDef {
         self.annotations = Some(annotations);
         self
     }
-
-    /// Icons.
-    ///
-    /// ```
-    /// let _ = mcp_core::ResourceDef::new("a://b", || async { "" }).icons(vec![]);
-    /// ```
-    pub fn icons(mut self, icons: Vec<Icon>) -> Self {
-        self.icons = Some(icons);
-        self
-    }
-
-    /// `_meta` of the listing entry.
-    ///
-    /// ```
-    /// let _ = mcp_core::ResourceDef::new("a://b", || async { "" })
-    ///     .meta(mcp_core::types::MetaObject::new());
-    /// ```
-    pub fn meta(mut self, meta: MetaObject) -> Self {
-        self.meta = Some(meta);
-        self
-    }
-
-    /// Adds a tag (for [`Server::disable_tags`] and friends).
-    ///
-    /// ```
-    /// let _ = mcp_core::ResourceDef::new("a://b", || async { "" }).tag("internal");
-    /// ```
-    pub fn tag(mut self, tag: impl Into<String>) -> Self {
-        self.tags.insert(tag.into());
-        self
-    }
-
-    /// A version (H01); reads pick the highest unless the request selects one (H08).
-    ///
-    /// ```
-    /// let _ = mcp_core::ResourceDef::new("a://b", || async { "" }).version("2.0");
-    /// ```
-    pub fn version(mut self, version: impl std::fmt::Display) -> Self {
-        self.version = Some(version.to_string());
-        self
-    }
 }
+
+crate::builders::metadata_builders!(
+    ResourceDef,
+    "mcp_core::ResourceDef::new(\"data://x\", || async { \"x\" })"
+);
 
 impl std::fmt::Debug for ResourceDef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

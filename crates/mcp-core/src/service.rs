@@ -125,7 +125,7 @@ impl McpService {
     ) -> Result<R, ErrorData>
     where
         R: InputRound,
-        F: Fn(RequestScope) -> Fut,
+        F: Fn(Context) -> Fut,
         Fut: Future<Output = Result<R, ErrorData>>,
     {
         let base = self.scope(cx);
@@ -140,7 +140,11 @@ impl McpService {
             scope = scope.with_input(input_responses.unwrap_or_default(), state);
         }
         for _ in 0..input_rounds::MAX_LEGACY_ROUNDS {
-            let mut response = run(scope).await?;
+            let cx = Context::new(self.root.clone(), scope);
+            let finish = cx.scope_arc();
+            let reply = run(cx).await;
+            finish.finish(reply.is_ok());
+            let mut response = reply?;
             let Some(round) = response.input_round() else {
                 return Ok(response);
             };
@@ -408,21 +412,14 @@ impl ServerHandler for McpService {
             request_state,
             ..
         } = request;
-        let run = |scope: RequestScope| {
-            let cx = Context::new(self.root.clone(), scope);
-            let finish = cx.scope_arc();
-            let call = CallTool {
+        let run = |cx: Context| {
+            self.root.dispatch_call(CallTool {
                 name: name.to_string(),
                 arguments: arguments.clone().unwrap_or_default(),
                 version: version.clone(),
                 cx,
                 run_middleware: true,
-            };
-            async move {
-                let reply = self.root.dispatch_call(call).await;
-                finish.finish(reply.is_ok());
-                reply
-            }
+            })
         };
         self.with_input_rounds(
             context,
@@ -486,20 +483,13 @@ impl ServerHandler for McpService {
             request_state,
             ..
         } = request;
-        let run = |scope: RequestScope| {
-            let cx = Context::new(self.root.clone(), scope);
-            let finish = cx.scope_arc();
-            let read = ReadResource {
+        let run = |cx: Context| {
+            self.root.dispatch_read(ReadResource {
                 uri: uri.clone(),
                 version: version.clone(),
                 cx,
                 run_middleware: true,
-            };
-            async move {
-                let reply = self.root.dispatch_read(read).await;
-                finish.finish(reply.is_ok());
-                reply
-            }
+            })
         };
         self.with_input_rounds(
             context,
@@ -538,21 +528,14 @@ impl ServerHandler for McpService {
             request_state,
             ..
         } = request;
-        let run = |scope: RequestScope| {
-            let cx = Context::new(self.root.clone(), scope);
-            let finish = cx.scope_arc();
-            let get = GetPrompt {
+        let run = |cx: Context| {
+            self.root.dispatch_get_prompt(GetPrompt {
                 name: name.clone(),
                 arguments: arguments.clone().unwrap_or_default(),
                 version: version.clone(),
                 cx,
                 run_middleware: true,
-            };
-            async move {
-                let reply = self.root.dispatch_get_prompt(get).await;
-                finish.finish(reply.is_ok());
-                reply
-            }
+            })
         };
         self.with_input_rounds(
             context,

@@ -237,46 +237,6 @@ impl ToolDef {
         &self.name
     }
 
-    /// A human-readable title.
-    ///
-    /// ```
-    /// let _ = mcp_core::ToolDef::new("t", || async {}).title("The T tool");
-    /// ```
-    pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.title = Some(title.into());
-        self
-    }
-
-    /// The description models read.
-    ///
-    /// ```
-    /// let _ = mcp_core::ToolDef::new("t", || async {}).description("Does T");
-    /// ```
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.description = Some(description.into());
-        self
-    }
-
-    /// Adds one tag (used by visibility rules and middleware).
-    ///
-    /// ```
-    /// let _ = mcp_core::ToolDef::new("t", || async {}).tag("admin");
-    /// ```
-    pub fn tag(mut self, tag: impl Into<String>) -> Self {
-        self.tags.insert(tag.into());
-        self
-    }
-
-    /// Adds several tags.
-    ///
-    /// ```
-    /// let _ = mcp_core::ToolDef::new("t", || async {}).tags(["a", "b"]);
-    /// ```
-    pub fn tags<I: IntoIterator<Item = S>, S: Into<String>>(mut self, tags: I) -> Self {
-        self.tags.extend(tags.into_iter().map(Into::into));
-        self
-    }
-
     /// Tool annotations (hints such as `readOnlyHint`, `idempotentHint`).
     ///
     /// ```
@@ -285,37 +245,6 @@ impl ToolDef {
     /// ```
     pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
         self.annotations = Some(annotations);
-        self
-    }
-
-    /// Icons clients may show.
-    ///
-    /// ```
-    /// let _ = mcp_core::ToolDef::new("t", || async {}).icons(vec![]);
-    /// ```
-    pub fn icons(mut self, icons: Vec<Icon>) -> Self {
-        self.icons = Some(icons);
-        self
-    }
-
-    /// Extra `_meta` on the listed tool.
-    ///
-    /// ```
-    /// let _ = mcp_core::ToolDef::new("t", || async {}).meta(Default::default());
-    /// ```
-    pub fn meta(mut self, meta: MetaObject) -> Self {
-        self.meta = Some(meta);
-        self
-    }
-
-    /// The tool's version. Integers convert to strings (`0` is the version `"0"`, H01); a
-    /// version containing `@` is rejected when the tool is added (H04).
-    ///
-    /// ```
-    /// let _ = mcp_core::ToolDef::new("t", || async {}).version(2);
-    /// ```
-    pub fn version(mut self, version: impl std::fmt::Display) -> Self {
-        self.version = Some(version.to_string());
         self
     }
 
@@ -353,6 +282,8 @@ impl std::fmt::Debug for ToolDef {
             .finish_non_exhaustive()
     }
 }
+
+crate::builders::metadata_builders!(ToolDef, "mcp_core::ToolDef::new(\"t\", || async {})");
 
 /// A tool as stored in its server's registry.
 pub(crate) struct RegisteredTool {

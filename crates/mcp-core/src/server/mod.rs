@@ -191,54 +191,9 @@ impl ToolCall {
         self.arguments = arguments;
         self
     }
-
-    /// Calls exactly this version (H07).
-    ///
-    /// ```
-    /// let _ = mcp_core::ToolCall::new("calc").version("1.0");
-    /// ```
-    pub fn version(mut self, version: impl std::fmt::Display) -> Self {
-        let version = version.to_string();
-        self.version = Some(
-            Version::new(version.clone())
-                .map(VersionSpec::exact)
-                .map_err(|e| format!("invalid version {version:?}: {e}")),
-        );
-        self
-    }
-
-    /// Calls the highest version `spec` accepts.
-    ///
-    /// ```
-    /// use mcp_core::version::{Version, VersionSpec};
-    /// let spec = VersionSpec::range(None, Some(Version::new("2.0").unwrap()));
-    /// let _ = mcp_core::ToolCall::new("calc").version_spec(spec);
-    /// ```
-    pub fn version_spec(mut self, spec: VersionSpec) -> Self {
-        self.version = Some(Ok(spec));
-        self
-    }
-
-    /// The request scope (protocol version, `_meta`, cancellation...).
-    ///
-    /// ```
-    /// let _ = mcp_core::ToolCall::new("t").scope(mcp_core::RequestScope::new());
-    /// ```
-    pub fn scope(mut self, scope: RequestScope) -> Self {
-        self.scope = scope;
-        self
-    }
-
-    /// Runs no middleware and no extension interceptor at any level (B08, B09).
-    ///
-    /// ```
-    /// let _ = mcp_core::ToolCall::new("t").without_middleware();
-    /// ```
-    pub fn without_middleware(mut self) -> Self {
-        self.run_middleware = false;
-        self
-    }
 }
+
+crate::builders::request_builders!(ToolCall, "mcp_core::ToolCall::new(\"t\")");
 
 /// What [`Server::start`] returns: the running server, to [`stop`](RunningServer::stop).
 #[must_use = "a running server should be stopped with `stop().await`"]

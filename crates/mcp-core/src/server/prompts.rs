@@ -12,7 +12,7 @@ use crate::{
     prompt::RegisteredPrompt,
     registry::Registered,
     server::ListKind,
-    version::{Version, VersionSpec},
+    version::VersionSpec,
 };
 
 /// An in-process `prompts/get`, with every option.
@@ -61,41 +61,9 @@ impl PromptGet {
             .insert(name.into(), Value::String(value.into()));
         self
     }
-
-    /// Renders exactly this version (H08).
-    ///
-    /// ```
-    /// let _ = mcp_core::PromptGet::new("hello").version("1.0");
-    /// ```
-    pub fn version(mut self, version: impl std::fmt::Display) -> Self {
-        self.version = Some(
-            Version::new(version.to_string())
-                .map(VersionSpec::exact)
-                .map_err(|e| e.to_string()),
-        );
-        self
-    }
-
-    /// Runs within `scope`.
-    ///
-    /// ```
-    /// let _ = mcp_core::PromptGet::new("hello").scope(mcp_core::RequestScope::new());
-    /// ```
-    pub fn scope(mut self, scope: RequestScope) -> Self {
-        self.scope = scope;
-        self
-    }
-
-    /// Skips every middleware, at every level (B08).
-    ///
-    /// ```
-    /// let _ = mcp_core::PromptGet::new("hello").without_middleware();
-    /// ```
-    pub fn without_middleware(mut self) -> Self {
-        self.run_middleware = false;
-        self
-    }
 }
+
+crate::builders::request_builders!(PromptGet, "mcp_core::PromptGet::new(\"p\")");
 
 pub(crate) fn unknown_prompt(name: &str) -> ErrorData {
     ErrorData::invalid_params(format!("Unknown prompt: '{name}'"), None)

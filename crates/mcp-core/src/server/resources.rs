@@ -76,41 +76,9 @@ impl ResourceRead {
             run_middleware: true,
         }
     }
-
-    /// Reads exactly this version (H08).
-    ///
-    /// ```
-    /// let _ = mcp_core::ResourceRead::new("data://readme").version("1.0");
-    /// ```
-    pub fn version(mut self, version: impl std::fmt::Display) -> Self {
-        self.version = Some(
-            Version::new(version.to_string())
-                .map(VersionSpec::exact)
-                .map_err(|e| e.to_string()),
-        );
-        self
-    }
-
-    /// Runs within `scope` (principal, protocol version, input responses...).
-    ///
-    /// ```
-    /// let _ = mcp_core::ResourceRead::new("data://readme").scope(mcp_core::RequestScope::new());
-    /// ```
-    pub fn scope(mut self, scope: RequestScope) -> Self {
-        self.scope = scope;
-        self
-    }
-
-    /// Skips every middleware, at every level (B08).
-    ///
-    /// ```
-    /// let _ = mcp_core::ResourceRead::new("data://readme").without_middleware();
-    /// ```
-    pub fn without_middleware(mut self) -> Self {
-        self.run_middleware = false;
-        self
-    }
 }
+
+crate::builders::request_builders!(ResourceRead, "mcp_core::ResourceRead::new(\"data://x\")");
 
 pub(crate) fn unknown_resource(uri: &str) -> ErrorData {
     ErrorData::resource_not_found(format!("Unknown resource: '{uri}'"), None)
