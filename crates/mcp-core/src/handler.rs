@@ -112,7 +112,7 @@ impl_handler_fn!([T1, T2, T3, T4, T5, T6, T7, T8, T9, T10], T11);
 impl_handler_fn!([T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11], T12);
 
 /// A typed tool function: a [`HandlerFn`] whose return value is an [`IntoToolResult`].
-/// Implemented for `async fn`s and closures; see the [module docs](self).
+/// Implemented for `async fn`s and closures whose parameters are extractors.
 ///
 /// ```
 /// use mcp_core::{Args, Context, ToolDef};

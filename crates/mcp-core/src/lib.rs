@@ -1,8 +1,10 @@
-//! Mountable MCP servers: typed tools, namespaced mounts, middleware, extensions.
+//! Mountable MCP servers: typed tools, resources, prompts, namespaced mounts, middleware,
+//! extensions.
 //!
 //! A [`Server`] holds tools written as plain `async fn`s whose parameters are extractors, as
 //! in axum: [`Args<T>`] for the arguments (its `JsonSchema` is the input schema),
-//! [`Context`] and [`CurrentServer`] for the request. Servers [`mount`](Server::mount) into
+//! [`Context`] and [`CurrentServer`] for the request. Resources and templates
+//! ([`ResourceDef`]) and prompts ([`PromptDef`]) are functions the same way. Servers [`mount`](Server::mount) into
 //! servers under a namespace (`child` + `multiply` = `child_multiply`), [`Middleware`] wraps
 //! any level, and an [`Extension`] (such as `mcp-tasks`) adds protocol features. The same
 //! server serves stdio ([`Server::serve_stdio`]) and Streamable HTTP

@@ -9,10 +9,7 @@ use serde_json::Value;
 use super::{Route, Server};
 use crate::{
     Context, GetPrompt, Message, PromptDef, PromptInfo, Reply, RequestScope, ServerError,
-    prompt::RegisteredPrompt,
-    registry::Registered,
-    server::ListKind,
-    version::VersionSpec,
+    prompt::RegisteredPrompt, registry::Registered, server::ListKind, version::VersionSpec,
 };
 
 /// An in-process `prompts/get`, with every option.
