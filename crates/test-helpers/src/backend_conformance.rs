@@ -224,6 +224,7 @@ macro_rules! __backend_conformance_cases {
                 claim_waits_for_work_released_meanwhile,
                 complete_is_terminal_and_keeps_the_result,
                 fail_is_terminal_and_keeps_the_error_and_its_message,
+                the_lease_holder_sets_the_status_message,
                 writes_with_a_stale_lease_are_lost,
                 writes_on_a_missing_task_are_gone,
                 request_input_parks_the_task_under_fresh_client_keys,
@@ -688,6 +689,12 @@ async fn assert_writes<B: TaskBackend>(h: &Harness<B>, lease: &Lease, expected: 
         .await
         .expect("request_input");
     assert_eq!(input, expected, "request_input with {lease:?}");
+    let status = h
+        .backend
+        .set_status_message(lease, "late".into())
+        .await
+        .expect("set_status_message");
+    assert_eq!(status, expected, "set_status_message with {lease:?}");
 }
 
 /// Discards the changes published so far.
@@ -1155,6 +1162,27 @@ pub async fn complete_is_terminal_and_keeps_the_result<B: TaskBackend>(h: &Harne
         Some(CancelAck::AlreadyTerminal)
     );
     claim_none(h, "a completed task has no work").await;
+}
+
+/// `set_status_message` by the lease holder shows in the task and announces a change; the
+/// task keeps running (how progress surfaces inside a task, R50).
+pub async fn the_lease_holder_sets_the_status_message<B: TaskBackend>(h: &Harness<B>) {
+    let owner = anon();
+    let (task, run) = running(h, &owner, &WorkerId::new(), 1).await;
+    let mut changes = h.backend.changes();
+    let ack = h
+        .backend
+        .set_status_message(&run.lease, "copying (1/2)".into())
+        .await
+        .expect("set_status_message");
+    assert_eq!(ack, WriteAck::Recorded);
+    let current = view(h, &owner, &task.id).await;
+    assert_eq!(current.status, TaskStatus::Working);
+    assert_eq!(current.status_message.as_deref(), Some("copying (1/2)"));
+    if let Some(changes) = changes.as_mut() {
+        expect_change(changes, &task.id, "a status message").await;
+    }
+    assert_eq!(heartbeat(h, &run.lease).await, HELD);
 }
 
 /// `fail` makes the task `failed` with the JSON-RPC error, its `message` as the status
