@@ -579,3 +579,53 @@ async fn a_template_whose_handler_needs_arguments_the_uri_lacks_is_rejected_at_r
         Err(ServerError::InvalidTemplate { .. })
     ));
 }
+
+/// Fails every resource and prompt listing of the server it is added to.
+struct BrokenLists;
+
+#[async_trait::async_trait]
+impl mcpkit::Middleware for BrokenLists {
+    async fn on_list_resources(
+        &self,
+        _list: mcpkit::ListResources,
+        _next: mcpkit::Next<'_, mcpkit::ListResources>,
+    ) -> Result<Vec<mcpkit::ResourceInfo>, ErrorData> {
+        Err(ErrorData::internal_error("unreachable upstream", None))
+    }
+
+    async fn on_list_prompts(
+        &self,
+        _list: mcpkit::ListPrompts,
+        _next: mcpkit::Next<'_, mcpkit::ListPrompts>,
+    ) -> Result<Vec<mcpkit::PromptInfo>, ErrorData> {
+        Err(ErrorData::internal_error("unreachable upstream", None))
+    }
+}
+
+#[tokio::test]
+async fn a28_a_child_whose_listing_fails_does_not_break_the_parents_listing() {
+    let working = Server::new("working");
+    working
+        .add_resource(ResourceDef::new("working://data", || async { "ok" }))
+        .unwrap();
+    working.prompt("prompt", || async { "ok" }).unwrap();
+    let broken = Server::new("broken");
+    broken
+        .add_resource(ResourceDef::new("broken://data", || async { "never" }))
+        .unwrap();
+    broken.prompt("prompt", || async { "never" }).unwrap();
+    broken.add_middleware(BrokenLists);
+    let parent = Server::new("parent");
+    parent.mount(&broken, "broken").unwrap();
+    parent.mount(&working, "working").unwrap();
+
+    assert_eq!(uris(&parent).await, ["working://working/data"]);
+    let prompts: Vec<String> = parent
+        .list_prompts()
+        .await
+        .unwrap()
+        .iter()
+        .map(|p| p.name().to_owned())
+        .collect();
+    assert_eq!(prompts, ["working_prompt"]);
+}
