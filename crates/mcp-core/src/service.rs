@@ -50,6 +50,19 @@ pub struct McpService {
     legacy: Arc<AtomicBool>,
     /// This connection's `logging/setLevel` (2025-11-25 sessions; `None` sends every level).
     log_level: Arc<Mutex<Option<LogLevel>>>,
+    /// Cancelled when the last handle on this connection's service is dropped: stops the
+    /// connection's list-change forwarder.
+    connection: Arc<ConnectionGuard>,
+}
+
+/// Cancels its token when dropped.
+#[derive(Default)]
+struct ConnectionGuard(tokio_util::sync::CancellationToken);
+
+impl Drop for ConnectionGuard {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
 }
 
 impl McpService {
@@ -67,6 +80,7 @@ impl McpService {
             legacy_config,
             legacy: Arc::new(AtomicBool::new(false)),
             log_level: Arc::new(Mutex::new(None)),
+            connection: Arc::default(),
         }
     }
 
@@ -80,6 +94,7 @@ impl McpService {
         Self {
             legacy: Arc::new(AtomicBool::new(false)),
             log_level: Arc::new(Mutex::new(None)),
+            connection: Arc::default(),
             ..self.clone()
         }
     }
@@ -305,9 +320,17 @@ fn changed_kinds(change: Result<ListKind, broadcast::error::RecvError>) -> Vec<L
 }
 
 /// Sends `notifications/*/list_changed` to a legacy session until it closes.
-async fn forward_list_changes(mut changes: broadcast::Receiver<ListKind>, peer: Peer<RoleServer>) {
+async fn forward_list_changes(
+    mut changes: broadcast::Receiver<ListKind>,
+    peer: Peer<RoleServer>,
+    closed: tokio_util::sync::CancellationToken,
+) {
     loop {
-        let kinds = changed_kinds(changes.recv().await);
+        let change = tokio::select! {
+            () = closed.cancelled() => return,
+            change = changes.recv() => change,
+        };
+        let kinds = changed_kinds(change);
         if kinds.is_empty() {
             return;
         }
@@ -672,7 +695,11 @@ impl ServerHandler for McpService {
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         // A 2025-11-25 session hears about list changes through notifications on its own
         // connection, for as long as the connection lives.
-        tokio::spawn(forward_list_changes(self.root.list_changes(), context.peer));
+        tokio::spawn(forward_list_changes(
+            self.root.list_changes(),
+            context.peer,
+            self.connection.0.clone(),
+        ));
         self.notify("notifications/initialized", None, RequestScope::new())
             .await;
     }
