@@ -27,6 +27,8 @@
 
 mod connection;
 mod error;
+#[cfg(feature = "gateway")]
+pub mod gateway;
 pub mod headers;
 pub mod listing;
 mod server;
