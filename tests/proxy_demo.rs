@@ -265,7 +265,7 @@ async fn one_hop_over_stdio_and_http_behaves_as_direct() {
     for kind in [Kind::Stdio, Kind::Http] {
         let demo = demo(kind).await;
         let root = gateway(&demo.upstream, "up").await;
-        let plain = front(root.clone(), false).await;
+        let plain = front(root, false).await;
         behaves_as_direct(&plain.client, "up_").await;
         plain.client.cancel().await.ok();
     }
@@ -301,11 +301,13 @@ async fn two_hops_behave_as_direct_and_pass_tasks_through() {
 
     let second = Upstream::http("hop1", HttpTarget::new(recorder.url.clone()));
     let hop2 = gateway(&second, "b").await;
-    let plain = front(hop2.clone(), false).await;
+    let plain = front(hop2, false).await;
     behaves_as_direct(&plain.client, "b_a_").await;
     plain.client.cancel().await.ok();
 
-    let opted = front(hop2, true).await;
+    // A server serves one connection at a time in process: a second root over the same
+    // upstream session for the opted-in client.
+    let opted = front(gateway(&second, "b").await, true).await;
     task_completes(&opted.client, "b_a_").await;
     task_cancels(&opted.client, "b_a_").await;
     forged_ids_refused(&opted.client).await;

@@ -18,7 +18,7 @@ use std::{
 };
 
 use arc_swap::ArcSwapOption;
-use mcp_core::CancellationToken;
+use mcp_core::{CancellationToken, Context};
 use mcp_types::{
     CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, Implementation,
     JsonObject, ProtocolVersion, ServerResult, TASKS_EXTENSION_ID, ToolDescriptor, meta,
@@ -26,7 +26,8 @@ use mcp_types::{
 use rmcp::{
     RoleClient,
     model::{
-        CallToolRequest, ClientRequest, ListToolsRequest, PaginatedRequestParams, RequestMetaObject,
+        CallToolRequest, ClientRequest, GetExtensions as _, ListToolsRequest,
+        PaginatedRequestParams, RequestMetaObject,
     },
     service::{
         ClientLifecycleMode, ClientServiceExt as _, Peer, PeerRequestOptions, RunningService,
@@ -37,7 +38,71 @@ use rmcp::{
     },
 };
 
-use crate::{CommandTarget, HttpTarget, ProxyError, UpstreamOptions, listing};
+use crate::{
+    CommandTarget, HttpTarget, ProxyError, UpstreamOptions,
+    forwarding::{ForwardedHeaders, ForwardingClient},
+    listing,
+};
+
+/// Per-request options of [`Upstream::request`] and [`Upstream::call_tool`].
+///
+/// ```
+/// let cancel = mcp_core::CancellationToken::new();
+/// let options = mcp_proxy::RequestOptions::default().cancel_on(&cancel).with_tasks();
+/// assert!(options.tasks_opt_in);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RequestOptions<'a> {
+    /// Declare the tasks extension on this request (2026-07-28 sessions only).
+    pub tasks_opt_in: bool,
+    /// Cancelling it cancels the upstream request.
+    pub cancel: Option<&'a CancellationToken>,
+    /// The proxy client's HTTP headers; the target's [`HeaderPolicy`](crate::HeaderPolicy)
+    /// picks what is forwarded.
+    pub client_headers: Option<&'a http::HeaderMap>,
+}
+
+impl<'a> RequestOptions<'a> {
+    /// The cancellation and HTTP headers of the request `cx` serves.
+    ///
+    /// ```
+    /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), mcp_core::RequestScope::new());
+    /// let options = mcp_proxy::RequestOptions::from_context(&cx);
+    /// assert!(options.client_headers.is_none());
+    /// ```
+    pub fn from_context(cx: &'a Context) -> Self {
+        Self {
+            tasks_opt_in: false,
+            cancel: Some(cx.cancellation()),
+            client_headers: cx
+                .scope()
+                .extensions()
+                .get::<http::request::Parts>()
+                .map(|parts| &parts.headers),
+        }
+    }
+
+    /// Sets [`tasks_opt_in`](Self::tasks_opt_in).
+    ///
+    /// ```
+    /// assert!(mcp_proxy::RequestOptions::default().with_tasks().tasks_opt_in);
+    /// ```
+    pub fn with_tasks(mut self) -> Self {
+        self.tasks_opt_in = true;
+        self
+    }
+
+    /// Sets [`cancel`](Self::cancel).
+    ///
+    /// ```
+    /// let token = mcp_core::CancellationToken::new();
+    /// assert!(mcp_proxy::RequestOptions::default().cancel_on(&token).cancel.is_some());
+    /// ```
+    pub fn cancel_on(mut self, token: &'a CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+}
 
 /// Where an upstream session comes from.
 #[derive(Clone)]
@@ -253,8 +318,7 @@ impl Upstream {
                 params,
                 ..Default::default()
             });
-            let never = CancellationToken::new();
-            let page = match self.request(request, false, &never).await? {
+            let page = match self.request(request, RequestOptions::default()).await? {
                 ServerResult::ListToolsResult(page) => page,
                 other => return Err(self.unexpected("tools/list", &other)),
             };
@@ -267,26 +331,25 @@ impl Upstream {
         Ok(tools)
     }
 
-    /// Calls the upstream tool `name`. With `tasks_opt_in` (and a 2026-07-28 session) the
-    /// request declares the tasks extension, so the upstream may answer with a task.
-    /// Cancelling `cancel` cancels the upstream request (`notifications/cancelled`).
+    /// Calls the upstream tool `name`. With `options.tasks_opt_in` (and a 2026-07-28 session)
+    /// the request declares the tasks extension, so the upstream may answer with a task.
+    /// Cancelling `options.cancel` cancels the upstream request (`notifications/cancelled`).
     ///
     /// ```no_run
     /// # async fn run(u: mcp_proxy::Upstream) -> Result<(), mcp_proxy::ProxyError> {
     /// let args = serde_json::json!({"a": 1, "b": 2}).as_object().cloned().unwrap_or_default();
-    /// let reply = u.call_tool("add", args, false, &mcp_core::CancellationToken::new()).await?;
+    /// let reply = u.call_tool("add", args, mcp_proxy::RequestOptions::default()).await?;
     /// # Ok(()) }
     /// ```
     pub async fn call_tool(
         &self,
         name: &str,
         arguments: JsonObject,
-        tasks_opt_in: bool,
-        cancel: &CancellationToken,
+        options: RequestOptions<'_>,
     ) -> Result<CallToolResponse, ProxyError> {
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        match self.request(request, tasks_opt_in, cancel).await? {
+        match self.request(request, options).await? {
             ServerResult::CallToolResult(result) => Ok(CallToolResponse::Complete(result)),
             ServerResult::CreateTaskResult(task) => Ok(CallToolResponse::Task(task)),
             ServerResult::InputRequiredResult(input) => Ok(CallToolResponse::InputRequired(input)),
@@ -311,25 +374,33 @@ impl Upstream {
     /// ```no_run
     /// # async fn run(u: mcp_proxy::Upstream) -> Result<(), mcp_proxy::ProxyError> {
     /// use rmcp::model::{ClientRequest, PingRequest};
-    /// let _ = u.request(ClientRequest::PingRequest(PingRequest::default()), false, &mcp_core::CancellationToken::new()).await;
+    /// let _ = u.request(ClientRequest::PingRequest(PingRequest::default()), mcp_proxy::RequestOptions::default()).await;
     /// # Ok(()) }
     /// ```
     pub async fn request(
         &self,
-        request: ClientRequest,
-        tasks_opt_in: bool,
-        cancel: &CancellationToken,
+        mut request: ClientRequest,
+        options: RequestOptions<'_>,
     ) -> Result<ServerResult, ProxyError> {
         let method = request.method().to_owned();
         let session = self.session().await?;
-        let mut options = PeerRequestOptions::no_options();
-        if tasks_opt_in && session.modern {
-            options = options.with_meta(opt_in_meta(&session.capabilities));
+        let mut peer_options = PeerRequestOptions::no_options();
+        if options.tasks_opt_in && session.modern {
+            peer_options = peer_options.with_meta(opt_in_meta(&session.capabilities));
         }
+        if let (Source::Http(target), Some(headers)) = (&self.inner.source, options.client_headers)
+        {
+            let forwarded = target.forward.filter(headers);
+            if !forwarded.is_empty() {
+                request.extensions_mut().insert(ForwardedHeaders(forwarded));
+            }
+        }
+        let never = CancellationToken::new();
+        let cancel = options.cancel.unwrap_or(&never);
         let timeout = self.inner.options.call_timeout;
         let handle = match session
             .peer
-            .send_request_with_option(request, options)
+            .send_request_with_option(request, peer_options)
             .await
         {
             Ok(handle) => handle,
@@ -521,8 +592,10 @@ impl Upstream {
                     headers.insert(name, value);
                 }
                 config = config.custom_headers(headers);
-                let transport =
-                    StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+                let transport = StreamableHttpClientTransport::with_client(
+                    ForwardingClient(reqwest::Client::new()),
+                    config,
+                );
                 let service = client_config()
                     .serve_with_lifecycle(transport, lifecycle())
                     .await

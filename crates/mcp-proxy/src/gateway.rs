@@ -18,6 +18,7 @@
 //! url = "http://127.0.0.1:8001/mcp"
 //! headers = { "X-Team" = "search" }
 //! bearer_env = "API_TOKEN"              # the token is read from the environment
+//! forward_headers = ["X-Request-Id"]    # client headers passed on (none by default)
 //! call_timeout_ms = 30000
 //! task_modes = { slow_report = "optional" }   # local tasks for a tool of a task-less upstream
 //! ```
@@ -31,7 +32,8 @@ use mcp_core::Server;
 use serde::Deserialize;
 
 use crate::{
-    CommandTarget, HttpTarget, ProxyError, ProxyServer, ProxyTasks, Upstream, UpstreamOptions,
+    CommandTarget, HeaderPolicy, HttpTarget, ProxyError, ProxyServer, ProxyTasks, Upstream,
+    UpstreamOptions,
     task_ids::{TaskIdError, TaskIdSigner},
 };
 
@@ -111,6 +113,14 @@ pub struct UpstreamConfig {
     pub headers: BTreeMap<String, String>,
     /// The environment variable holding a bearer token for the URL.
     pub bearer_env: Option<String>,
+    /// Client headers forwarded to the URL, by name (none by default; `Authorization` is
+    /// refused here, see `forward_authorization`).
+    #[serde(default)]
+    pub forward_headers: Vec<String>,
+    /// Forward the client's `Authorization` header (never implied; a configured bearer
+    /// still wins).
+    #[serde(default)]
+    pub forward_authorization: bool,
     /// The per-request timeout in milliseconds (60000).
     pub call_timeout_ms: Option<u64>,
     /// Task modes declared at the gateway, by upstream tool name (`"optional"`,
@@ -252,6 +262,14 @@ impl UpstreamConfig {
             (None, Some(url)) => {
                 let mut target = HttpTarget::new(url.clone());
                 target.headers = self.headers.clone();
+                let mut policy = HeaderPolicy::deny_all();
+                for name in &self.forward_headers {
+                    policy = policy.allow(name).map_err(|e| invalid(&e.to_string()))?;
+                }
+                if self.forward_authorization {
+                    policy = policy.allow_authorization();
+                }
+                target = target.forward_headers(policy);
                 if let Some(var) = &self.bearer_env {
                     let token = std::env::var(var).map_err(|_| {
                         invalid(&format!("the environment variable {var} is not set"))

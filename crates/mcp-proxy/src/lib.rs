@@ -27,6 +27,7 @@
 
 mod connection;
 mod error;
+mod forwarding;
 #[cfg(feature = "gateway")]
 pub mod gateway;
 pub mod headers;
@@ -39,7 +40,7 @@ pub mod task_ids;
 mod tasks;
 mod tool;
 
-pub use connection::Upstream;
+pub use connection::{RequestOptions, Upstream};
 pub use error::ProxyError;
 pub use headers::HeaderPolicy;
 pub use server::{ProxyServer, upstream_of};

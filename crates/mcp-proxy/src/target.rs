@@ -3,6 +3,8 @@
 
 use std::{collections::BTreeMap, path::PathBuf, time::Duration};
 
+use crate::HeaderPolicy;
+
 /// A child process speaking MCP over stdin/stdout.
 ///
 /// ```
@@ -91,6 +93,8 @@ pub struct HttpTarget {
     pub headers: BTreeMap<String, String>,
     /// A bearer token, sent as `Authorization: Bearer <token>`.
     pub bearer: Option<String>,
+    /// Which headers of the proxy's clients reach this upstream (none by default).
+    pub forward: HeaderPolicy,
 }
 
 impl std::fmt::Debug for HttpTarget {
@@ -99,6 +103,7 @@ impl std::fmt::Debug for HttpTarget {
             .field("url", &self.url)
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("bearer", &self.bearer.as_ref().map(|_| "<redacted>"))
+            .field("forward", &self.forward)
             .finish()
     }
 }
@@ -123,6 +128,17 @@ impl HttpTarget {
     /// ```
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.insert(name.into(), value.into());
+        self
+    }
+
+    /// Forwards the client headers `policy` allows on each request (deny-all by default).
+    ///
+    /// ```
+    /// let policy = mcp_proxy::HeaderPolicy::deny_all().allow("x-tenant").unwrap();
+    /// let _ = mcp_proxy::HttpTarget::new("http://h/mcp").forward_headers(policy);
+    /// ```
+    pub fn forward_headers(mut self, policy: HeaderPolicy) -> Self {
+        self.forward = policy;
         self
     }
 

@@ -30,7 +30,7 @@ use rmcp::model::{CancelTaskRequest, ClientRequest, GetTaskRequest, UpdateTaskRe
 use serde_json::Value;
 
 use crate::{
-    ProxyError, Upstream,
+    ProxyError, RequestOptions, Upstream,
     server::ProxyState,
     task_ids::{TaskIdError, TaskIdSigner},
 };
@@ -156,7 +156,11 @@ impl ProxyTasks {
         self.register(upstream);
         let cx = call.context();
         let reply = upstream
-            .call_tool(tool, call.arguments.clone(), true, cx.cancellation())
+            .call_tool(
+                tool,
+                call.arguments.clone(),
+                RequestOptions::from_context(cx).with_tasks(),
+            )
             .await
             .map_err(ProxyError::into_error_data)?;
         Ok(match reply {
@@ -233,7 +237,7 @@ impl ProxyTasks {
             )),
         };
         let reply = upstream
-            .request(request, true, cx.cancellation())
+            .request(request, RequestOptions::from_context(cx).with_tasks())
             .await
             .map_err(|error| match error {
                 // The upstream's "not found" names its own id: answer with ours.

@@ -8,7 +8,7 @@ use mcp_types::{
 };
 use rmcp::{RoleClient, service::Peer};
 
-use crate::{ProxyError, Upstream};
+use crate::{ProxyError, RequestOptions, Upstream};
 
 type MakeClient = dyn Fn() -> BoxFuture<'static, Result<Peer<RoleClient>, ToolError>> + Send + Sync;
 
@@ -212,11 +212,11 @@ impl ToolHandler for ProxyTool {
     ) -> BoxFuture<'static, Result<CallToolResult, ToolError>> {
         let factory = self.factory.clone();
         let name = self.descriptor.tool.name.to_string();
-        let cancel = cx.cancellation().clone();
         Box::pin(async move {
             match factory.0 {
                 Caller::Upstream(upstream) => {
-                    match upstream.call_tool(&name, arguments, false, &cancel).await {
+                    let options = RequestOptions::from_context(&cx);
+                    match upstream.call_tool(&name, arguments, options).await {
                         Ok(CallToolResponse::Complete(result)) => Ok(result),
                         Ok(other) => Err(not_a_result(upstream.name(), &other)),
                         Err(error) => Err(ToolError::protocol(error.into_error_data())),
