@@ -5,8 +5,12 @@
 //! is validated against the official schemas.
 
 mod common;
+#[path = "support/proxy.rs"]
+mod support;
 
 use std::time::{Duration, Instant};
+
+use support::{args, call, poll_until, submit};
 
 use mcp_proxy::{
     CommandTarget, HttpTarget, ProxyServer, ProxyTasks, Upstream, UpstreamOptions,
@@ -14,10 +18,7 @@ use mcp_proxy::{
 };
 use mcpkit::{
     HttpConfig, HttpServer, Server,
-    types::{
-        CallToolRequestParams, CallToolResponse, CreateTaskResult, ErrorCode, GetTaskParams,
-        GetTaskResult, JsonObject, TaskStatus,
-    },
+    types::{CallToolRequestParams, ErrorCode, GetTaskParams, TaskStatus},
 };
 use rmcp::{ServiceError, transport::StreamableHttpClientTransport};
 use serde_json::{Value, json};
@@ -25,16 +26,6 @@ use test_helpers::{
     client::{InMemory, Lifecycle, TestClient, connect, in_memory},
     wire::{record_http, spawn_stdio},
 };
-
-/// Bounds every poll loop: a broken proxy fails the test instead of hanging it.
-const POLL_TIMEOUT: Duration = Duration::from_secs(15);
-/// The pause between two `tasks/get`s (the client has no event channel into the upstream's
-/// engine: polling is the protocol).
-const POLL_PAUSE: Duration = Duration::from_millis(10);
-
-fn args(value: Value) -> JsonObject {
-    value.as_object().cloned().expect("an object")
-}
 
 fn demo_command() -> CommandTarget {
     CommandTarget::new(common::demo_binary().to_string_lossy()).arg("--stdio")
@@ -112,60 +103,6 @@ fn with_prefix(mut tools: Vec<Value>, prefix: &str) -> Vec<Value> {
     }
     tools.sort_by_key(|t| t["name"].as_str().unwrap_or_default().to_owned());
     tools
-}
-
-/// A call's outcome, comparable across direct and proxied calls.
-fn outcome(reply: Result<CallToolResponse, ServiceError>) -> Value {
-    match reply {
-        Ok(CallToolResponse::Complete(result)) => json!({"complete": result}),
-        Ok(CallToolResponse::Task(_)) => json!("task"),
-        Ok(other) => json!({"other": format!("{other:?}")}),
-        Err(ServiceError::McpError(error)) => {
-            json!({"error": {"code": error.code.0, "message": error.message}})
-        }
-        Err(other) => json!({"transport": other.to_string()}),
-    }
-}
-
-async fn call(client: &TestClient, name: &str, arguments: Value) -> Value {
-    outcome(
-        client
-            .call_tool_once(
-                CallToolRequestParams::new(name.to_owned()).with_arguments(args(arguments)),
-            )
-            .await,
-    )
-}
-
-async fn submit(client: &TestClient, name: &str, arguments: Value) -> CreateTaskResult {
-    let reply = client
-        .call_tool_once(CallToolRequestParams::new(name.to_owned()).with_arguments(args(arguments)))
-        .await
-        .unwrap_or_else(|e| panic!("tools/call {name}: {e}"));
-    match reply {
-        CallToolResponse::Task(created) => created,
-        other => panic!("an opted-in call of `{name}` must become a task, got {other:?}"),
-    }
-}
-
-async fn poll_until(client: &TestClient, task_id: &str, target: TaskStatus) -> GetTaskResult {
-    let deadline = Instant::now() + POLL_TIMEOUT;
-    loop {
-        let current = client
-            .get_task(GetTaskParams::new(task_id))
-            .await
-            .unwrap_or_else(|e| panic!("tasks/get {task_id}: {e}"));
-        let status = current.task.status();
-        if status == target {
-            return current;
-        }
-        assert!(
-            !status.is_terminal(),
-            "task {task_id} ended {status:?} while waiting for {target:?}: {current:?}"
-        );
-        assert!(Instant::now() < deadline, "task {task_id} still {status:?}");
-        tokio::time::sleep(POLL_PAUSE).await;
-    }
 }
 
 async fn front(root: Server, tasks: bool) -> InMemory {

@@ -2,6 +2,8 @@
 //! HTTP; local tasks for a proxied tool whose upstream has none.
 
 mod common;
+#[path = "support/proxy.rs"]
+mod support;
 
 use std::time::{Duration, Instant};
 

@@ -573,7 +573,7 @@ impl Upstream {
                 };
                 let transport = (listing::keep_execution(stdout), stdin);
                 let service = client_config()
-                    .serve_with_lifecycle(transport, lifecycle())
+                    .serve_with_lifecycle(transport, lifecycle(&self.inner.options))
                     .await
                     .map_err(|e| e.to_string())?;
                 Ok(running_session(service, Some(child)).await)
@@ -597,7 +597,7 @@ impl Upstream {
                     config,
                 );
                 let service = client_config()
-                    .serve_with_lifecycle(transport, lifecycle())
+                    .serve_with_lifecycle(transport, lifecycle(&self.inner.options))
                     .await
                     .map_err(|e| e.to_string())?;
                 Ok(running_session(service, None).await)
@@ -606,7 +606,10 @@ impl Upstream {
     }
 }
 
-fn lifecycle() -> ClientLifecycleMode {
+fn lifecycle(options: &UpstreamOptions) -> ClientLifecycleMode {
+    if options.legacy {
+        return ClientLifecycleMode::Initialize;
+    }
     ClientLifecycleMode::Auto {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         legacy_version: Some(ProtocolVersion::V_2025_11_25),

@@ -170,6 +170,10 @@ pub struct UpstreamOptions {
     pub backoff_initial: Duration,
     /// The longest wait between reconnect attempts (10 s).
     pub backoff_max: Duration,
+    /// Use the 2025-11-25 `initialize` handshake even when the upstream offers 2026-07-28
+    /// (off: 2026-07-28 when offered). A 2025-11-25 listing carries `execution.taskSupport`;
+    /// task passthrough needs 2026-07-28.
+    pub legacy: bool,
 }
 
 impl Default for UpstreamOptions {
@@ -179,6 +183,7 @@ impl Default for UpstreamOptions {
             connect_timeout: Duration::from_secs(15),
             backoff_initial: Duration::from_millis(100),
             backoff_max: Duration::from_secs(10),
+            legacy: false,
         }
     }
 }
@@ -201,6 +206,16 @@ impl UpstreamOptions {
     /// ```
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
+        self
+    }
+
+    /// Sets [`legacy`](Self::legacy): the 2025-11-25 handshake only.
+    ///
+    /// ```
+    /// assert!(mcp_proxy::UpstreamOptions::default().legacy_handshake().legacy);
+    /// ```
+    pub fn legacy_handshake(mut self) -> Self {
+        self.legacy = true;
         self
     }
 
