@@ -307,6 +307,34 @@ async fn killed_upstream_fails_the_call_clearly_then_recovers() {
     pair.client.cancel().await.ok();
 }
 
+/// An upstream slower than the call timeout: a clear timeout error, not a hang; the session
+/// stays usable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_upstream_times_out_clearly() {
+    let upstream = Upstream::command("demo", demo_command())
+        .with_options(UpstreamOptions::default().call_timeout(Duration::from_millis(300)));
+    let root = gateway(&upstream, "up").await;
+    let pair = front(root, false).await;
+    let started = Instant::now();
+    let reply = call(&pair.client, "up_sleep_task", json!({"seconds": 10})).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(reply["error"]["code"], -32603, "{reply}");
+    assert_eq!(
+        reply["error"]["message"], "upstream 'demo' did not answer tools/call within 300 ms",
+        "{reply}"
+    );
+    let again = call(&pair.client, "up_add", json!({"a": 1, "b": 1})).await;
+    assert_eq!(
+        again["complete"]["structuredContent"]["result"], 2,
+        "{again}"
+    );
+    pair.client.cancel().await.ok();
+}
+
 /// Proxying the demo through an rmcp client the caller already has.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_existing_rmcp_client_is_proxied() {
