@@ -335,6 +335,72 @@ async fn a_slow_upstream_times_out_clearly() {
     pair.client.cancel().await.ok();
 }
 
+/// The demo serving HTTP on `port`, and its process.
+async fn demo_http_on(port: u16) -> tokio::process::Child {
+    use tokio::io::AsyncBufReadExt as _;
+    let mut child = tokio::process::Command::new(common::demo_binary())
+        .args(["--http", &format!("127.0.0.1:{port}")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn the demo");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    while let Some(line) = lines.next_line().await.expect("the demo's stderr") {
+        if line.starts_with("listening on ") {
+            break;
+        }
+    }
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    child
+}
+
+/// The same over HTTP: the upstream process dies during a call and comes back on its port.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_http_upstream_is_used_again() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let mut first = demo_http_on(port).await;
+    let timeout = Duration::from_secs(20);
+    let upstream = Upstream::http(
+        "demo",
+        HttpTarget::new(format!("http://127.0.0.1:{port}/mcp")),
+    )
+    .with_options(UpstreamOptions::default().call_timeout(timeout));
+    let root = gateway(&upstream, "up").await;
+    let pair = front(root, false).await;
+
+    let started = Instant::now();
+    let client = pair.client.peer().clone();
+    let in_flight = tokio::spawn(async move {
+        client
+            .call_tool_once(
+                CallToolRequestParams::new("up_sleep_task")
+                    .with_arguments(args(json!({"seconds": 30}))),
+            )
+            .await
+    });
+    first.kill().await.expect("kill the demo");
+    match in_flight.await.expect("the call task") {
+        Err(ServiceError::McpError(error)) => {
+            assert!(error.message.contains("upstream 'demo'"), "{error:?}")
+        }
+        other => panic!("expected an error, got {other:?}"),
+    }
+    assert!(started.elapsed() < timeout, "{:?}", started.elapsed());
+
+    let _second = demo_http_on(port).await;
+    let again = call(&pair.client, "up_add", json!({"a": 1, "b": 2})).await;
+    assert_eq!(
+        again["complete"]["structuredContent"]["result"], 3,
+        "{again}"
+    );
+    pair.client.cancel().await.ok();
+}
+
 /// Proxying the demo through an rmcp client the caller already has.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_existing_rmcp_client_is_proxied() {
