@@ -259,6 +259,38 @@ async fn two_hops_behave_as_direct_and_pass_tasks_through() {
     serving.await.ok();
 }
 
+/// A 30 s `up_sleep_task` call, in flight on its own task.
+fn long_call(
+    client: &TestClient,
+) -> tokio::task::JoinHandle<Result<mcpkit::types::CallToolResponse, ServiceError>> {
+    let client = client.peer().clone();
+    tokio::spawn(async move {
+        client
+            .call_tool_once(
+                CallToolRequestParams::new("up_sleep_task")
+                    .with_arguments(args(json!({"seconds": 30}))),
+            )
+            .await
+    })
+}
+
+/// The in-flight call failed with an error naming the upstream, before its timeout.
+async fn assert_fails_clearly(
+    in_flight: tokio::task::JoinHandle<Result<mcpkit::types::CallToolResponse, ServiceError>>,
+    started: Instant,
+    timeout: Duration,
+) {
+    match in_flight.await.expect("the call task") {
+        Err(ServiceError::McpError(error)) => assert!(
+            error.message.contains("upstream 'demo'"),
+            "a clear error naming the upstream: {error:?}"
+        ),
+        other => panic!("expected an error, got {other:?}"),
+    }
+    let elapsed = started.elapsed();
+    assert!(elapsed < timeout, "failed after {elapsed:?}");
+}
+
 /// Killing the upstream during a call: a clear error well within the call's timeout; the
 /// next call respawns it and succeeds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -271,32 +303,13 @@ async fn killed_upstream_fails_the_call_clearly_then_recovers() {
     let pid = upstream.process_id().expect("the child runs");
 
     let started = Instant::now();
-    let client = pair.client.peer().clone();
-    let in_flight = tokio::spawn(async move {
-        client
-            .call_tool_once(
-                CallToolRequestParams::new("up_sleep_task")
-                    .with_arguments(args(json!({"seconds": 30}))),
-            )
-            .await
-    });
+    let in_flight = long_call(&pair.client);
     let killed = std::process::Command::new("kill")
         .args(["-9", &pid.to_string()])
         .status()
         .expect("run kill");
     assert!(killed.success());
-    let reply = in_flight.await.expect("the call task");
-    let elapsed = started.elapsed();
-    match reply {
-        Err(ServiceError::McpError(error)) => {
-            assert!(
-                error.message.contains("upstream 'demo'"),
-                "a clear error naming the upstream: {error:?}"
-            );
-        }
-        other => panic!("expected an error, got {other:?}"),
-    }
-    assert!(elapsed < timeout, "failed after {elapsed:?}");
+    assert_fails_clearly(in_flight, started, timeout).await;
 
     let again = call(&pair.client, "up_add", json!({"a": 1, "b": 2})).await;
     assert_eq!(
@@ -374,23 +387,9 @@ async fn a_restarted_http_upstream_is_used_again() {
     let pair = front(root, false).await;
 
     let started = Instant::now();
-    let client = pair.client.peer().clone();
-    let in_flight = tokio::spawn(async move {
-        client
-            .call_tool_once(
-                CallToolRequestParams::new("up_sleep_task")
-                    .with_arguments(args(json!({"seconds": 30}))),
-            )
-            .await
-    });
+    let in_flight = long_call(&pair.client);
     first.kill().await.expect("kill the demo");
-    match in_flight.await.expect("the call task") {
-        Err(ServiceError::McpError(error)) => {
-            assert!(error.message.contains("upstream 'demo'"), "{error:?}")
-        }
-        other => panic!("expected an error, got {other:?}"),
-    }
-    assert!(started.elapsed() < timeout, "{:?}", started.elapsed());
+    assert_fails_clearly(in_flight, started, timeout).await;
 
     let _second = demo_http_on(port).await;
     let again = call(&pair.client, "up_add", json!({"a": 1, "b": 2})).await;
