@@ -489,15 +489,7 @@ impl Upstream {
             self.inner.current.store(None);
         }
         self.check_backoff()?;
-        let attempt = tokio::time::timeout(self.inner.options.connect_timeout, self.connect());
-        let result = match attempt.await {
-            Ok(result) => result,
-            Err(_) => Err(format!(
-                "no handshake within {} ms",
-                self.inner.options.connect_timeout.as_millis()
-            )),
-        };
-        match result {
+        match self.connect().await {
             Ok(session) => {
                 *self.lock_backoff() = Backoff::default();
                 let session = Arc::new(session);
@@ -545,14 +537,48 @@ impl Upstream {
         Ok(())
     }
 
+    /// Opens a session: 2026-07-28 (`server/discover`) first unless
+    /// [`UpstreamOptions::legacy`], then 2025-11-25 (`initialize`) on a fresh transport when
+    /// that fails. Each attempt is bounded by the connect timeout. (rmcp's own "auto" mode
+    /// gives up on discovery after a fixed 10 s, too short for slow-starting servers.)
     async fn connect(&self) -> Result<Session, String> {
-        match &self.inner.source {
-            Source::Peer(peer) => {
-                if peer.is_transport_closed() {
-                    return Err("the client session given to the proxy is closed".to_owned());
-                }
-                Ok(session_of(peer.clone(), None, None, ClientCapabilities::default()).await)
+        if let Source::Peer(peer) = &self.inner.source {
+            if peer.is_transport_closed() {
+                return Err("the client session given to the proxy is closed".to_owned());
             }
+            return Ok(session_of(peer.clone(), None, None, ClientCapabilities::default()).await);
+        }
+        let mut modes = Vec::with_capacity(2);
+        if !self.inner.options.legacy {
+            modes.push(ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            });
+        }
+        modes.push(ClientLifecycleMode::Initialize);
+        let mut failures = Vec::with_capacity(2);
+        for mode in modes {
+            let era = if matches!(mode, ClientLifecycleMode::Initialize) {
+                "2025-11-25"
+            } else {
+                "2026-07-28"
+            };
+            let limit = self.inner.options.connect_timeout;
+            match tokio::time::timeout(limit, self.open(mode)).await {
+                Ok(Ok(session)) => return Ok(session),
+                Ok(Err(error)) => failures.push(format!("{era}: {error}")),
+                Err(_) => failures.push(format!(
+                    "{era}: no handshake within {} ms",
+                    limit.as_millis()
+                )),
+            }
+        }
+        Err(failures.join("; "))
+    }
+
+    /// One connection attempt in `mode`, on a fresh transport.
+    async fn open(&self, mode: ClientLifecycleMode) -> Result<Session, String> {
+        match &self.inner.source {
+            Source::Peer(_) => Err("a caller's session cannot be reopened".to_owned()),
             Source::Command(target) => {
                 let mut command = tokio::process::Command::new(&target.program);
                 command
@@ -573,7 +599,7 @@ impl Upstream {
                 };
                 let transport = (listing::keep_execution(stdout), stdin);
                 let service = client_config()
-                    .serve_with_lifecycle(transport, lifecycle(&self.inner.options))
+                    .serve_with_lifecycle(transport, mode)
                     .await
                     .map_err(|e| e.to_string())?;
                 Ok(running_session(service, Some(child)).await)
@@ -597,22 +623,12 @@ impl Upstream {
                     config,
                 );
                 let service = client_config()
-                    .serve_with_lifecycle(transport, lifecycle(&self.inner.options))
+                    .serve_with_lifecycle(transport, mode)
                     .await
                     .map_err(|e| e.to_string())?;
                 Ok(running_session(service, None).await)
             }
         }
-    }
-}
-
-fn lifecycle(options: &UpstreamOptions) -> ClientLifecycleMode {
-    if options.legacy {
-        return ClientLifecycleMode::Initialize;
-    }
-    ClientLifecycleMode::Auto {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        legacy_version: Some(ProtocolVersion::V_2025_11_25),
     }
 }
 
