@@ -15,6 +15,7 @@ use mcpkit::{
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::json;
+use support::{call, poll_until, submit};
 use test_helpers::client::{Lifecycle, connect, in_memory};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -171,5 +172,41 @@ async fn proxied_tools_run_as_local_tasks_when_the_upstream_has_none() {
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    pair.client.cancel().await.ok();
+}
+
+/// A parent's middleware wraps proxied calls, passthrough tasks included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parent_middleware_wraps_proxied_calls() {
+    let log = test_helpers::middleware::Log::new();
+    let upstream = Upstream::command(
+        "demo",
+        mcp_proxy::CommandTarget::new(common::demo_binary().to_string_lossy()).arg("--stdio"),
+    );
+    let proxy = ProxyServer::new(upstream.clone())
+        .build()
+        .await
+        .expect("proxy");
+    let root = Server::new("gateway");
+    root.mount(&proxy, "up").expect("mount");
+    root.add_middleware(test_helpers::middleware::CallTrace::new("parent", &log));
+    let tasks = ProxyTasks::new().expect("key");
+    tasks.register(&upstream);
+    root.add_extension(tasks).expect("tasks");
+    let pair = in_memory(root, Lifecycle::Modern, true)
+        .await
+        .expect("connect");
+
+    let reply = call(&pair.client, "up_add", json!({"a": 1, "b": 1})).await;
+    assert_eq!(
+        reply["complete"]["structuredContent"]["result"], 2,
+        "{reply}"
+    );
+    assert_eq!(log.entries(), ["parent:before", "parent:after"]);
+
+    log.clear();
+    let created = submit(&pair.client, "up_sleep_task", json!({"seconds": 0})).await;
+    assert_eq!(log.entries(), ["parent:before", "parent:after"]);
+    poll_until(&pair.client, &created.task.task_id, TaskStatus::Completed).await;
     pair.client.cancel().await.ok();
 }
