@@ -236,7 +236,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
         .await?;
     let gateway = Server::new("gateway");
     gateway.mount(&proxy, "up")?;
-    let gateway_url = serve(gateway, &stop).await?;
+    let gateway_url = serve(gateway.clone(), &stop).await?;
 
     let sequential = Duration::from_secs(3600);
     let concurrent = Duration::from_secs_f64(cli.seconds);
@@ -276,6 +276,26 @@ async fn run(cli: Cli) -> Result<(), Error> {
         );
     }
     print_rows(&rows);
+
+    // Attribution: the gateway called in process (no front HTTP), its upstream over HTTP.
+    let mut samples = Vec::with_capacity(cli.calls);
+    for i in 0..cli.warmup + cli.calls {
+        let began = Instant::now();
+        gateway
+            .call_tool("up_add", json!({"a": 40, "b": 2}))
+            .await
+            .map_err(|e| e.message.to_string())?;
+        if i >= cli.warmup {
+            samples.push(began.elapsed());
+        }
+    }
+    samples.sort_unstable();
+    println!();
+    println!(
+        "gateway in process (Server::call_tool), upstream over HTTP, 1 caller: p50 {}, p99 {}",
+        micros(percentile(&samples, 50.0)),
+        micros(percentile(&samples, 99.0))
+    );
     stop.cancel();
     Ok(())
 }
