@@ -1,0 +1,52 @@
+//! `mcp-gateway`: serves the upstreams a config file lists as one MCP endpoint.
+//!
+//! ```text
+//! cargo run -p mcp-proxy --bin mcp-gateway -- --config gateway.toml            # stdio
+//! cargo run -p mcp-proxy --bin mcp-gateway -- --config gateway.toml --http 127.0.0.1:9000
+//! ```
+//!
+//! The config format is documented in `mcp_proxy::gateway`.
+
+use std::{net::SocketAddr, path::PathBuf};
+
+use clap::Parser;
+use mcp_core::{HttpConfig, HttpServer};
+use mcp_proxy::gateway::GatewayConfig;
+
+#[derive(Parser, Debug)]
+#[command(about = "Serve several MCP servers as one, each under its namespace")]
+struct Cli {
+    /// The TOML config listing the upstreams.
+    #[arg(long, short)]
+    config: PathBuf,
+    /// Serve Streamable HTTP on this address, at /mcp (port 0 picks a free port); stdio
+    /// otherwise.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Logs go to stderr: on stdio, stdout carries only protocol messages.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "warn,rmcp::service=error".into()),
+        )
+        .init();
+    let cli = Cli::parse();
+    let server = GatewayConfig::load(&cli.config)?.build().await?;
+    match cli.http {
+        Some(addr) => {
+            let http = HttpServer::bind(server, addr, HttpConfig::new()).await?;
+            eprintln!("listening on http://{}/mcp", http.local_addr());
+            http.run_until(async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await?;
+        }
+        None => server.serve_stdio().await?,
+    }
+    Ok(())
+}

@@ -1,0 +1,700 @@
+//! [`Upstream`]: one reused session with a remote MCP server, reconnected with backoff.
+//!
+//! An upstream is a child process over stdio ([`CommandTarget`]), a Streamable HTTP URL
+//! ([`HttpTarget`]) or an rmcp client the caller already has ([`Upstream::from_peer`]). The
+//! session is opened on first use and shared by every call (rmcp multiplexes concurrent
+//! requests over it); it is never opened per call. When it dies (the child exits, the
+//! connection drops), the request in flight fails with [`ProxyError::Disconnected`] and the
+//! next request reconnects; failed reconnects back off exponentially, and requests made
+//! meanwhile fail at once with [`ProxyError::Down`] instead of waiting.
+//!
+//! The session speaks 2026-07-28 when the upstream offers it (`server/discover`), else
+//! 2025-11-25 (`initialize`).
+
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, Mutex, PoisonError},
+    time::Instant,
+};
+
+use arc_swap::ArcSwapOption;
+use mcp_core::{CancellationToken, Context};
+use mcp_types::{
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, Implementation,
+    JsonObject, ProtocolVersion, ServerResult, TASKS_EXTENSION_ID, ToolDescriptor, meta,
+};
+use rmcp::{
+    RoleClient,
+    model::{
+        CallToolRequest, ClientRequest, GetExtensions as _, ListToolsRequest,
+        PaginatedRequestParams, RequestMetaObject,
+    },
+    service::{
+        ClientLifecycleMode, ClientServiceExt as _, Peer, PeerRequestOptions, RunningService,
+        ServiceError,
+    },
+    transport::{
+        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
+    },
+};
+
+use crate::{
+    CommandTarget, HttpTarget, ProxyError, UpstreamOptions,
+    forwarding::{ForwardedHeaders, ForwardingClient},
+    listing,
+};
+
+/// Per-request options of [`Upstream::request`] and [`Upstream::call_tool`].
+///
+/// ```
+/// let cancel = mcp_core::CancellationToken::new();
+/// let options = mcp_proxy::RequestOptions::default().cancel_on(&cancel).with_tasks();
+/// assert!(options.tasks_opt_in);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RequestOptions<'a> {
+    /// Declare the tasks extension on this request (2026-07-28 sessions only).
+    pub tasks_opt_in: bool,
+    /// Cancelling it cancels the upstream request.
+    pub cancel: Option<&'a CancellationToken>,
+    /// The proxy client's HTTP headers; the target's [`HeaderPolicy`](crate::HeaderPolicy)
+    /// picks what is forwarded.
+    pub client_headers: Option<&'a http::HeaderMap>,
+}
+
+impl<'a> RequestOptions<'a> {
+    /// The cancellation and HTTP headers of the request `cx` serves.
+    ///
+    /// ```
+    /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), mcp_core::RequestScope::new());
+    /// let options = mcp_proxy::RequestOptions::from_context(&cx);
+    /// assert!(options.client_headers.is_none());
+    /// ```
+    pub fn from_context(cx: &'a Context) -> Self {
+        Self {
+            tasks_opt_in: false,
+            cancel: Some(cx.cancellation()),
+            client_headers: cx
+                .scope()
+                .extensions()
+                .get::<http::request::Parts>()
+                .map(|parts| &parts.headers),
+        }
+    }
+
+    /// Sets [`tasks_opt_in`](Self::tasks_opt_in).
+    ///
+    /// ```
+    /// assert!(mcp_proxy::RequestOptions::default().with_tasks().tasks_opt_in);
+    /// ```
+    pub fn with_tasks(mut self) -> Self {
+        self.tasks_opt_in = true;
+        self
+    }
+
+    /// Sets [`cancel`](Self::cancel).
+    ///
+    /// ```
+    /// let token = mcp_core::CancellationToken::new();
+    /// assert!(mcp_proxy::RequestOptions::default().cancel_on(&token).cancel.is_some());
+    /// ```
+    pub fn cancel_on(mut self, token: &'a CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+}
+
+/// Where an upstream session comes from.
+#[derive(Clone)]
+enum Source {
+    Command(CommandTarget),
+    Http(HttpTarget),
+    /// A session the caller opened; it is not reopened when it dies.
+    Peer(Peer<RoleClient>),
+}
+
+/// One open session.
+pub(crate) struct Session {
+    pub(crate) peer: Peer<RoleClient>,
+    /// Owns the serving loop (dropping it closes the session); `None` for a caller's peer.
+    _service: Option<RunningService<RoleClient, ClientConfig>>,
+    /// The child process, for stdio upstreams (killed when the session drops).
+    child: Option<tokio::process::Child>,
+    /// Whether the session runs on 2026-07-28 (per-request `_meta`).
+    modern: bool,
+    /// Whether the upstream advertised `io.modelcontextprotocol/tasks`.
+    tasks: bool,
+    /// The upstream's `instructions`.
+    instructions: Option<String>,
+    /// The client capabilities requests carry (plus tasks, when a call opts in).
+    capabilities: ClientCapabilities,
+}
+
+impl Session {
+    fn closed(&self) -> bool {
+        self.peer.is_transport_closed()
+    }
+}
+
+/// Reconnect bookkeeping.
+#[derive(Default)]
+struct Backoff {
+    failures: u32,
+    next_attempt: Option<Instant>,
+    last_error: String,
+}
+
+struct Inner {
+    name: String,
+    source: Source,
+    options: UpstreamOptions,
+    current: ArcSwapOption<Session>,
+    /// Serializes reconnects: one attempt at a time.
+    connecting: tokio::sync::Mutex<()>,
+    backoff: Mutex<Backoff>,
+}
+
+/// A remote MCP server and the one session the proxy keeps with it. Cheap to clone (clones
+/// share the session).
+///
+/// ```no_run
+/// # async fn run() -> Result<(), mcp_proxy::ProxyError> {
+/// use mcp_proxy::{CommandTarget, Upstream};
+/// let upstream = Upstream::command("files", CommandTarget::new("my-mcp-server").arg("--stdio"));
+/// let tools = upstream.list_tools().await?; // connects on first use, then reuses the session
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Upstream {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upstream")
+            .field("name", &self.inner.name)
+            .finish_non_exhaustive()
+    }
+}
+
+fn client_config() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("mcpkit-proxy", env!("CARGO_PKG_VERSION")),
+    )
+}
+
+impl Upstream {
+    fn with_source(name: impl Into<String>, source: Source, options: UpstreamOptions) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                name: name.into(),
+                source,
+                options,
+                current: ArcSwapOption::empty(),
+                connecting: tokio::sync::Mutex::new(()),
+                backoff: Mutex::new(Backoff::default()),
+            }),
+        }
+    }
+
+    /// A child process over stdio, spawned on first use and respawned after it dies.
+    ///
+    /// ```
+    /// let u = mcp_proxy::Upstream::command("fs", mcp_proxy::CommandTarget::new("fs-server"));
+    /// assert_eq!(u.name(), "fs");
+    /// ```
+    pub fn command(name: impl Into<String>, target: CommandTarget) -> Self {
+        Self::with_source(name, Source::Command(target), UpstreamOptions::default())
+    }
+
+    /// A Streamable HTTP server.
+    ///
+    /// ```
+    /// let u = mcp_proxy::Upstream::http("api", mcp_proxy::HttpTarget::new("http://127.0.0.1:8000/mcp"));
+    /// assert_eq!(u.name(), "api");
+    /// ```
+    pub fn http(name: impl Into<String>, target: HttpTarget) -> Self {
+        Self::with_source(name, Source::Http(target), UpstreamOptions::default())
+    }
+
+    /// An rmcp client session the caller opened. It is shared as is, never reopened: once
+    /// it closes, requests fail with [`ProxyError::Down`].
+    ///
+    /// ```no_run
+    /// # async fn run(client: rmcp::service::RunningService<rmcp::RoleClient, mcp_types::ClientConfig>) {
+    /// let upstream = mcp_proxy::Upstream::from_peer("mine", client.peer().clone());
+    /// # }
+    /// ```
+    pub fn from_peer(name: impl Into<String>, peer: Peer<RoleClient>) -> Self {
+        Self::with_source(name, Source::Peer(peer), UpstreamOptions::default())
+    }
+
+    /// The same upstream with other options. Call it before the first request: the new
+    /// handle starts without a session.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let u = mcp_proxy::Upstream::http("api", mcp_proxy::HttpTarget::new("http://127.0.0.1:1/mcp"))
+    ///     .with_options(mcp_proxy::UpstreamOptions::default().call_timeout(Duration::from_secs(2)));
+    /// assert_eq!(u.options().call_timeout, Duration::from_secs(2));
+    /// ```
+    pub fn with_options(self, options: UpstreamOptions) -> Self {
+        Self::with_source(self.inner.name.clone(), self.inner.source.clone(), options)
+    }
+
+    /// The name given at construction (used in errors and in proxy task ids).
+    ///
+    /// ```
+    /// assert_eq!(mcp_proxy::Upstream::command("x", mcp_proxy::CommandTarget::new("y")).name(), "x");
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The options.
+    ///
+    /// ```
+    /// let u = mcp_proxy::Upstream::command("x", mcp_proxy::CommandTarget::new("y"));
+    /// assert_eq!(u.options(), &mcp_proxy::UpstreamOptions::default());
+    /// ```
+    pub fn options(&self) -> &UpstreamOptions {
+        &self.inner.options
+    }
+
+    /// The process id of a stdio upstream's current child, if one is running.
+    ///
+    /// ```
+    /// assert_eq!(mcp_proxy::Upstream::command("x", mcp_proxy::CommandTarget::new("y")).process_id(), None);
+    /// ```
+    pub fn process_id(&self) -> Option<u32> {
+        self.inner
+            .current
+            .load()
+            .as_ref()
+            .and_then(|s| s.child.as_ref())
+            .and_then(tokio::process::Child::id)
+    }
+
+    /// Whether the upstream advertises `io.modelcontextprotocol/tasks` on a 2026-07-28
+    /// session (connects if needed).
+    ///
+    /// ```no_run
+    /// # async fn run(u: mcp_proxy::Upstream) -> Result<(), mcp_proxy::ProxyError> {
+    /// if u.supports_tasks().await? { /* task passthrough applies */ }
+    /// # Ok(()) }
+    /// ```
+    pub async fn supports_tasks(&self) -> Result<bool, ProxyError> {
+        Ok(self.session().await?.tasks)
+    }
+
+    /// The upstream's `instructions` (connects if needed).
+    ///
+    /// ```no_run
+    /// # async fn run(u: mcp_proxy::Upstream) -> Result<(), mcp_proxy::ProxyError> {
+    /// let instructions = u.instructions().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn instructions(&self) -> Result<Option<String>, ProxyError> {
+        Ok(self.session().await?.instructions.clone())
+    }
+
+    /// Every tool the upstream lists (all pages), `execution` kept where the upstream's
+    /// bytes pass through the proxy's own reader (stdio upstreams).
+    ///
+    /// ```no_run
+    /// # async fn run(u: mcp_proxy::Upstream) -> Result<(), mcp_proxy::ProxyError> {
+    /// for tool in u.list_tools().await? {
+    ///     println!("{} {:?}", tool.name(), tool.task_support());
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn list_tools(&self) -> Result<Vec<ToolDescriptor>, ProxyError> {
+        let mut tools = Vec::new();
+        let mut cursor = None;
+        loop {
+            let params = cursor.map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+            let request = ClientRequest::ListToolsRequest(ListToolsRequest {
+                params,
+                ..Default::default()
+            });
+            let page = match self.request(request, RequestOptions::default()).await? {
+                ServerResult::ListToolsResult(page) => page,
+                other => return Err(self.unexpected("tools/list", &other)),
+            };
+            tools.extend(page.tools.into_iter().map(ToolDescriptor::from));
+            match page.next_cursor {
+                Some(next) if !next.is_empty() => cursor = Some(next),
+                _ => break,
+            }
+        }
+        Ok(tools)
+    }
+
+    /// Calls the upstream tool `name`. With `options.tasks_opt_in` (and a 2026-07-28 session)
+    /// the request declares the tasks extension, so the upstream may answer with a task.
+    /// Cancelling `options.cancel` cancels the upstream request (`notifications/cancelled`).
+    ///
+    /// ```no_run
+    /// # async fn run(u: mcp_proxy::Upstream) -> Result<(), mcp_proxy::ProxyError> {
+    /// let args = serde_json::json!({"a": 1, "b": 2}).as_object().cloned().unwrap_or_default();
+    /// let reply = u.call_tool("add", args, mcp_proxy::RequestOptions::default()).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: JsonObject,
+        options: RequestOptions<'_>,
+    ) -> Result<CallToolResponse, ProxyError> {
+        let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        match self.request(request, options).await? {
+            ServerResult::CallToolResult(result) => Ok(CallToolResponse::Complete(result)),
+            ServerResult::CreateTaskResult(task) => Ok(CallToolResponse::Task(task)),
+            ServerResult::InputRequiredResult(input) => Ok(CallToolResponse::InputRequired(input)),
+            other => Err(self.unexpected("tools/call", &other)),
+        }
+    }
+
+    fn unexpected(&self, method: &str, result: &ServerResult) -> ProxyError {
+        let detail = serde_json::to_string(result)
+            .map(|s| s.chars().take(200).collect())
+            .unwrap_or_else(|e| e.to_string());
+        ProxyError::Protocol {
+            upstream: self.inner.name.clone(),
+            method: method.to_owned(),
+            detail,
+        }
+    }
+
+    /// Sends any request on the shared session, within the call timeout; marks the session
+    /// dead when the transport closed so the next request reconnects.
+    ///
+    /// ```no_run
+    /// # async fn run(u: mcp_proxy::Upstream) -> Result<(), mcp_proxy::ProxyError> {
+    /// use rmcp::model::{ClientRequest, PingRequest};
+    /// let _ = u.request(ClientRequest::PingRequest(PingRequest::default()), mcp_proxy::RequestOptions::default()).await;
+    /// # Ok(()) }
+    /// ```
+    pub async fn request(
+        &self,
+        mut request: ClientRequest,
+        options: RequestOptions<'_>,
+    ) -> Result<ServerResult, ProxyError> {
+        let method = request.method().to_owned();
+        let session = self.session().await?;
+        let mut peer_options = PeerRequestOptions::no_options();
+        if options.tasks_opt_in && session.modern {
+            peer_options = peer_options.with_meta(opt_in_meta(&session.capabilities));
+        }
+        if let (Source::Http(target), Some(headers)) = (&self.inner.source, options.client_headers)
+        {
+            let forwarded = target.forward.filter(headers);
+            if !forwarded.is_empty() {
+                request.extensions_mut().insert(ForwardedHeaders(forwarded));
+            }
+        }
+        let never = CancellationToken::new();
+        let cancel = options.cancel.unwrap_or(&never);
+        let timeout = self.inner.options.call_timeout;
+        let handle = match session
+            .peer
+            .send_request_with_option(request, peer_options)
+            .await
+        {
+            Ok(handle) => handle,
+            Err(error) => return Err(self.failed(&session, &method, error)),
+        };
+        let id = handle.id.clone();
+        let outcome = tokio::select! {
+            outcome = tokio::time::timeout(timeout, handle.await_response()) => outcome,
+            () = cancel.cancelled() => {
+                notify_cancelled(&session.peer, id, "cancelled by the proxy's client").await;
+                return Err(ProxyError::Upstream(mcp_types::ErrorData::internal_error(
+                    format!("request {method} to upstream '{}' was cancelled", self.inner.name),
+                    None,
+                )));
+            }
+        };
+        match outcome {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(error)) => Err(self.failed(&session, &method, error)),
+            Err(_elapsed) => {
+                notify_cancelled(&session.peer, id, "timed out at the proxy").await;
+                Err(ProxyError::Timeout {
+                    upstream: self.inner.name.clone(),
+                    method,
+                    timeout,
+                })
+            }
+        }
+    }
+
+    /// Maps an rmcp error; a closed transport drops the session.
+    fn failed(&self, session: &Arc<Session>, method: &str, error: ServiceError) -> ProxyError {
+        match error {
+            ServiceError::McpError(error) => ProxyError::Upstream(error),
+            ServiceError::Timeout { timeout } => ProxyError::Timeout {
+                upstream: self.inner.name.clone(),
+                method: method.to_owned(),
+                timeout,
+            },
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                self.drop_session(session);
+                ProxyError::Disconnected {
+                    upstream: self.inner.name.clone(),
+                    method: method.to_owned(),
+                }
+            }
+            other => {
+                if session.closed() {
+                    self.drop_session(session);
+                    return ProxyError::Disconnected {
+                        upstream: self.inner.name.clone(),
+                        method: method.to_owned(),
+                    };
+                }
+                ProxyError::Protocol {
+                    upstream: self.inner.name.clone(),
+                    method: method.to_owned(),
+                    detail: other.to_string(),
+                }
+            }
+        }
+    }
+
+    /// Forgets `session` if it is still the current one.
+    fn drop_session(&self, session: &Arc<Session>) {
+        let current = self.inner.current.load();
+        if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, session)) {
+            self.inner.current.store(None);
+            tracing::warn!(upstream = %self.inner.name, "upstream session lost; the next request reconnects");
+        }
+    }
+
+    /// The live session, connecting (with backoff) when there is none.
+    pub(crate) async fn session(&self) -> Result<Arc<Session>, ProxyError> {
+        if let Some(session) = self.inner.current.load_full()
+            && !session.closed()
+        {
+            return Ok(session);
+        }
+        let _connecting = self.inner.connecting.lock().await;
+        // Someone else may have reconnected while we waited.
+        if let Some(session) = self.inner.current.load_full() {
+            if !session.closed() {
+                return Ok(session);
+            }
+            self.inner.current.store(None);
+        }
+        self.check_backoff()?;
+        match self.connect().await {
+            Ok(session) => {
+                *self.lock_backoff() = Backoff::default();
+                let session = Arc::new(session);
+                self.inner.current.store(Some(Arc::clone(&session)));
+                Ok(session)
+            }
+            Err(reason) => {
+                let mut backoff = self.lock_backoff();
+                let wait = self
+                    .inner
+                    .options
+                    .backoff_initial
+                    .saturating_mul(1u32 << backoff.failures.min(16))
+                    .min(self.inner.options.backoff_max);
+                backoff.failures = backoff.failures.saturating_add(1);
+                backoff.next_attempt = Some(Instant::now() + wait);
+                backoff.last_error = reason.clone();
+                Err(ProxyError::Connect {
+                    upstream: self.inner.name.clone(),
+                    reason,
+                })
+            }
+        }
+    }
+
+    fn lock_backoff(&self) -> std::sync::MutexGuard<'_, Backoff> {
+        self.inner
+            .backoff
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn check_backoff(&self) -> Result<(), ProxyError> {
+        let backoff = self.lock_backoff();
+        if let Some(next) = backoff.next_attempt {
+            let now = Instant::now();
+            if next > now {
+                return Err(ProxyError::Down {
+                    upstream: self.inner.name.clone(),
+                    retry_in: next - now,
+                    last: backoff.last_error.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Opens a session: 2026-07-28 (`server/discover`) first unless
+    /// [`UpstreamOptions::legacy`], then 2025-11-25 (`initialize`) on a fresh transport when
+    /// that fails. Each attempt is bounded by the connect timeout. (rmcp's own "auto" mode
+    /// gives up on discovery after a fixed 10 s, too short for slow-starting servers.)
+    async fn connect(&self) -> Result<Session, String> {
+        if let Source::Peer(peer) = &self.inner.source {
+            if peer.is_transport_closed() {
+                return Err("the client session given to the proxy is closed".to_owned());
+            }
+            return Ok(session_of(peer.clone(), None, None, ClientCapabilities::default()).await);
+        }
+        let mut modes = Vec::with_capacity(2);
+        if !self.inner.options.legacy {
+            modes.push(ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            });
+        }
+        modes.push(ClientLifecycleMode::Initialize);
+        let mut failures = Vec::with_capacity(2);
+        for mode in modes {
+            let era = if matches!(mode, ClientLifecycleMode::Initialize) {
+                "2025-11-25"
+            } else {
+                "2026-07-28"
+            };
+            let limit = self.inner.options.connect_timeout;
+            match tokio::time::timeout(limit, self.open(mode)).await {
+                Ok(Ok(session)) => return Ok(session),
+                Ok(Err(error)) => failures.push(format!("{era}: {error}")),
+                Err(_) => failures.push(format!(
+                    "{era}: no handshake within {} ms",
+                    limit.as_millis()
+                )),
+            }
+        }
+        Err(failures.join("; "))
+    }
+
+    /// One connection attempt in `mode`, on a fresh transport.
+    async fn open(&self, mode: ClientLifecycleMode) -> Result<Session, String> {
+        match &self.inner.source {
+            Source::Peer(_) => Err("a caller's session cannot be reopened".to_owned()),
+            Source::Command(target) => {
+                let mut command = tokio::process::Command::new(&target.program);
+                command
+                    .args(&target.args)
+                    .envs(&target.env)
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::inherit())
+                    .kill_on_drop(true);
+                if let Some(cwd) = &target.cwd {
+                    command.current_dir(cwd);
+                }
+                let mut child = command
+                    .spawn()
+                    .map_err(|e| format!("spawning {}: {e}", target.program))?;
+                let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+                    return Err("the child's stdio pipes are missing".to_owned());
+                };
+                let transport = (listing::keep_execution(stdout), stdin);
+                let service = client_config()
+                    .serve_with_lifecycle(transport, mode)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok(running_session(service, Some(child)).await)
+            }
+            Source::Http(target) => {
+                let mut config = StreamableHttpClientTransportConfig::with_uri(target.url.clone());
+                if let Some(token) = &target.bearer {
+                    config = config.auth_header(token.clone());
+                }
+                let mut headers = std::collections::HashMap::new();
+                for (name, value) in &target.headers {
+                    let name = http::HeaderName::try_from(name.as_str())
+                        .map_err(|e| format!("header name {name:?}: {e}"))?;
+                    let value = http::HeaderValue::try_from(value.as_str())
+                        .map_err(|e| format!("header {name}: {e}"))?;
+                    headers.insert(name, value);
+                }
+                config = config.custom_headers(headers);
+                let transport = StreamableHttpClientTransport::with_client(
+                    ForwardingClient(reqwest::Client::new()),
+                    config,
+                );
+                let service = client_config()
+                    .serve_with_lifecycle(transport, mode)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok(running_session(service, None).await)
+            }
+        }
+    }
+}
+
+async fn running_session(
+    service: RunningService<RoleClient, ClientConfig>,
+    child: Option<tokio::process::Child>,
+) -> Session {
+    let peer = service.peer().clone();
+    let capabilities = service.service().capabilities.clone();
+    session_of(peer, Some(service), child, capabilities).await
+}
+
+async fn session_of(
+    peer: Peer<RoleClient>,
+    service: Option<RunningService<RoleClient, ClientConfig>>,
+    child: Option<tokio::process::Child>,
+    capabilities: ClientCapabilities,
+) -> Session {
+    let info = peer.peer_info();
+    let modern = info
+        .as_ref()
+        .is_some_and(|i| !i.protocol_version.has_initialize());
+    let tasks = modern
+        && info.as_ref().is_some_and(|i| {
+            i.capabilities
+                .extensions
+                .as_ref()
+                .is_some_and(|e| e.contains_key(TASKS_EXTENSION_ID))
+        });
+    let instructions = info.as_ref().and_then(|i| i.instructions.clone());
+    // The proxy lists on demand and must see upstream changes: no client-side cache.
+    peer.set_response_cache_config(rmcp::service::ClientCacheConfig::disabled())
+        .await;
+    Session {
+        peer,
+        _service: service,
+        child,
+        modern,
+        tasks,
+        instructions,
+        capabilities,
+    }
+}
+
+/// `_meta` declaring the tasks extension for one request, on top of `capabilities`.
+fn opt_in_meta(capabilities: &ClientCapabilities) -> RequestMetaObject {
+    let mut capabilities = capabilities.clone();
+    capabilities
+        .extensions
+        .get_or_insert_with(BTreeMap::new)
+        .insert(TASKS_EXTENSION_ID.to_owned(), JsonObject::new());
+    let mut meta = RequestMetaObject::default();
+    if let Ok(value) = serde_json::to_value(capabilities) {
+        meta.insert(meta::CLIENT_CAPABILITIES.to_owned(), value);
+    }
+    meta
+}
+
+async fn notify_cancelled(peer: &Peer<RoleClient>, id: rmcp::model::RequestId, reason: &str) {
+    let params = serde_json::json!({"requestId": id, "reason": reason});
+    match serde_json::from_value(params) {
+        Ok(params) => {
+            if let Err(error) = peer.notify_cancelled(params).await {
+                tracing::debug!(%error, "could not send notifications/cancelled upstream");
+            }
+        }
+        Err(error) => tracing::debug!(%error, "could not build notifications/cancelled"),
+    }
+}

@@ -1,0 +1,323 @@
+//! The gateway: one MCP endpoint aggregating upstreams listed in a config file.
+//!
+//! ```toml
+//! name = "gateway"                      # optional
+//!
+//! [tasks]                               # optional: local tasks (and a fixed task id key)
+//! url = "memory://"                     # a TasksConfig URL (redis:// where supported)
+//! key_env = "GATEWAY_TASK_KEY"          # optional: ids stay valid across restarts/replicas
+//!
+//! [[upstream]]
+//! namespace = "demo"
+//! command = "target/debug/examples/demo"
+//! args = ["--stdio"]
+//! env = { RUST_LOG = "warn" }
+//!
+//! [[upstream]]
+//! namespace = "api"
+//! url = "http://127.0.0.1:8001/mcp"
+//! headers = { "X-Team" = "search" }
+//! bearer_env = "API_TOKEN"              # the token is read from the environment
+//! forward_headers = ["X-Request-Id"]    # client headers passed on (none by default)
+//! call_timeout_ms = 30000
+//! task_modes = { slow_report = "optional" }   # local tasks for a tool of a task-less upstream
+//! ```
+//!
+//! Task passthrough (`ProxyTasks`) is always on: upstreams that advertise
+//! `io.modelcontextprotocol/tasks` get opted-in calls forwarded with the opt-in.
+
+use std::{collections::BTreeMap, path::PathBuf, time::Duration};
+
+use mcp_core::Server;
+use serde::Deserialize;
+
+use crate::{
+    CommandTarget, HeaderPolicy, HttpTarget, ProxyError, ProxyServer, ProxyTasks, Upstream,
+    UpstreamOptions,
+    task_ids::{TaskIdError, TaskIdSigner},
+};
+
+/// A gateway configuration file.
+///
+/// ```
+/// let config = mcp_proxy::gateway::GatewayConfig::from_toml(r#"
+///     [[upstream]]
+///     namespace = "demo"
+///     command = "demo"
+///     args = ["--stdio"]
+/// "#).unwrap();
+/// assert_eq!(config.upstream[0].namespace, "demo");
+/// ```
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayConfig {
+    /// The gateway server's name (`gateway`).
+    #[serde(default = "default_name")]
+    pub name: String,
+    /// Local tasks, when present.
+    #[serde(default)]
+    pub tasks: Option<TasksSection>,
+    /// The upstreams, each mounted under its namespace.
+    #[serde(default)]
+    pub upstream: Vec<UpstreamConfig>,
+}
+
+fn default_name() -> String {
+    "gateway".to_owned()
+}
+
+/// The `[tasks]` section.
+///
+/// ```
+/// let s: mcp_proxy::gateway::TasksSection = toml::from_str(r#"url = "memory://""#).unwrap();
+/// assert_eq!(s.url.as_deref(), Some("memory://"));
+/// ```
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TasksSection {
+    /// The task backend URL (`memory://` by default).
+    pub url: Option<String>,
+    /// The environment variable holding the task id key (at least 16 bytes); a random key
+    /// per process when absent.
+    pub key_env: Option<String>,
+}
+
+/// One `[[upstream]]`: a namespace and either `command` or `url`.
+///
+/// ```
+/// let u: mcp_proxy::gateway::UpstreamConfig = toml::from_str(r#"
+///     namespace = "api"
+///     url = "http://127.0.0.1:8001/mcp"
+/// "#).unwrap();
+/// assert!(u.command.is_none());
+/// ```
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamConfig {
+    /// The namespace its tools get (`<namespace>_<tool>`); empty for none.
+    pub namespace: String,
+    /// A program speaking MCP over stdio.
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Extra environment variables for it.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Its working directory.
+    pub cwd: Option<PathBuf>,
+    /// A Streamable HTTP URL.
+    pub url: Option<String>,
+    /// Headers sent to the URL on every request.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// The environment variable holding a bearer token for the URL.
+    pub bearer_env: Option<String>,
+    /// Client headers forwarded to the URL, by name (none by default; `Authorization` is
+    /// refused here, see `forward_authorization`).
+    #[serde(default)]
+    pub forward_headers: Vec<String>,
+    /// Forward the client's `Authorization` header (never implied; a configured bearer
+    /// still wins).
+    #[serde(default)]
+    pub forward_authorization: bool,
+    /// The per-request timeout in milliseconds (60000).
+    pub call_timeout_ms: Option<u64>,
+    /// Task modes declared at the gateway, by upstream tool name (`"optional"`,
+    /// `"required"`, `"forbidden"`): with `[tasks]`, opted-in calls of these tools run as
+    /// local tasks when the upstream has no tasks of its own.
+    #[serde(default)]
+    pub task_modes: BTreeMap<String, mcp_types::TaskSupport>,
+}
+
+/// Why a gateway could not be built.
+///
+/// ```
+/// let error = mcp_proxy::gateway::GatewayConfig::from_toml("nonsense = 1").unwrap_err();
+/// assert!(error.to_string().contains("config"));
+/// ```
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// The file could not be read.
+    #[error("reading the gateway config {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not a valid config.
+    #[error("invalid gateway config: {0}")]
+    Parse(String),
+    /// An upstream entry is inconsistent, or an environment variable is missing.
+    #[error("upstream '{namespace}': {reason}")]
+    Upstream {
+        /// The entry's namespace.
+        namespace: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// An upstream could not be reached or listed.
+    #[error(transparent)]
+    Proxy(#[from] ProxyError),
+    /// The task id key is unusable.
+    #[error(transparent)]
+    TaskIds(#[from] TaskIdError),
+    /// The server refused a mount or an extension.
+    #[error(transparent)]
+    Server(#[from] mcp_core::ServerError),
+}
+
+impl GatewayConfig {
+    /// Parses a TOML config.
+    ///
+    /// ```
+    /// let config = mcp_proxy::gateway::GatewayConfig::from_toml("").unwrap();
+    /// assert!(config.upstream.is_empty());
+    /// ```
+    pub fn from_toml(text: &str) -> Result<Self, GatewayError> {
+        toml::from_str(text).map_err(|e| GatewayError::Parse(e.to_string()))
+    }
+
+    /// Reads and parses a TOML config file.
+    ///
+    /// ```
+    /// assert!(mcp_proxy::gateway::GatewayConfig::load("/nonexistent.toml").is_err());
+    /// ```
+    pub fn load(path: impl Into<PathBuf>) -> Result<Self, GatewayError> {
+        let path = path.into();
+        let text = std::fs::read_to_string(&path).map_err(|source| GatewayError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        Self::from_toml(&text)
+    }
+
+    /// Connects every upstream and builds the aggregate server (not yet serving).
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), mcp_proxy::gateway::GatewayError> {
+    /// let server = mcp_proxy::gateway::GatewayConfig::load("gateway.toml")?.build().await?;
+    /// server.serve_stdio().await.ok();
+    /// # Ok(()) }
+    /// ```
+    pub async fn build(&self) -> Result<Server, GatewayError> {
+        let root = Server::new(self.name.clone());
+        let mut tasks = match self.tasks.as_ref().and_then(|t| t.key_env.as_deref()) {
+            Some(var) => {
+                let key = std::env::var(var).map_err(|_| GatewayError::Upstream {
+                    namespace: "[tasks]".to_owned(),
+                    reason: format!("the environment variable {var} is not set"),
+                })?;
+                ProxyTasks::with_signer(TaskIdSigner::new(key.as_bytes())?)
+            }
+            None => ProxyTasks::new()?,
+        };
+        if let Some(section) = &self.tasks {
+            let config = mcp_tasks::TasksConfig::from_env().with_url(
+                section
+                    .url
+                    .clone()
+                    .unwrap_or_else(|| "memory://".to_owned()),
+            );
+            tasks = tasks.with_local(mcp_tasks::TasksExtension::with_config(config));
+        }
+        for entry in &self.upstream {
+            let upstream = entry.upstream()?;
+            let mut proxy = ProxyServer::new(upstream.clone()).name(entry.namespace.clone());
+            for (tool, mode) in &entry.task_modes {
+                proxy = proxy.task_mode(tool.clone(), *mode);
+            }
+            let proxy = proxy.build().await?;
+            root.mount(&proxy, entry.namespace.as_str())?;
+            tasks.register(&upstream);
+        }
+        root.add_extension(tasks)?;
+        Ok(root)
+    }
+}
+
+impl UpstreamConfig {
+    /// The [`Upstream`] this entry describes.
+    ///
+    /// ```
+    /// let u: mcp_proxy::gateway::UpstreamConfig = toml::from_str(r#"
+    ///     namespace = "demo"
+    ///     command = "demo"
+    /// "#).unwrap();
+    /// assert_eq!(u.upstream().unwrap().name(), "demo");
+    /// ```
+    pub fn upstream(&self) -> Result<Upstream, GatewayError> {
+        let invalid = |reason: &str| GatewayError::Upstream {
+            namespace: self.namespace.clone(),
+            reason: reason.to_owned(),
+        };
+        let upstream = match (&self.command, &self.url) {
+            (Some(command), None) => {
+                let mut target = CommandTarget::new(command.clone()).args(self.args.clone());
+                target.env = self.env.clone();
+                target.cwd = self.cwd.clone();
+                Upstream::command(self.namespace.clone(), target)
+            }
+            (None, Some(url)) => {
+                let mut target = HttpTarget::new(url.clone());
+                target.headers = self.headers.clone();
+                let mut policy = HeaderPolicy::deny_all();
+                for name in &self.forward_headers {
+                    policy = policy.allow(name).map_err(|e| invalid(&e.to_string()))?;
+                }
+                if self.forward_authorization {
+                    policy = policy.allow_authorization();
+                }
+                target = target.forward_headers(policy);
+                if let Some(var) = &self.bearer_env {
+                    let token = std::env::var(var).map_err(|_| {
+                        invalid(&format!("the environment variable {var} is not set"))
+                    })?;
+                    target = target.bearer(token);
+                }
+                Upstream::http(self.namespace.clone(), target)
+            }
+            (Some(_), Some(_)) => return Err(invalid("give either `command` or `url`, not both")),
+            (None, None) => return Err(invalid("give `command` or `url`")),
+        };
+        let mut options = UpstreamOptions::default();
+        if let Some(ms) = self.call_timeout_ms {
+            options = options.call_timeout(Duration::from_millis(ms));
+        }
+        Ok(upstream.with_options(options))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_needs_exactly_one_of_command_and_url() {
+        let both: UpstreamConfig =
+            toml::from_str("namespace = \"x\"\ncommand = \"c\"\nurl = \"http://h/mcp\"").unwrap();
+        assert!(
+            both.upstream()
+                .unwrap_err()
+                .to_string()
+                .contains("not both")
+        );
+        let neither: UpstreamConfig = toml::from_str("namespace = \"x\"").unwrap();
+        assert!(neither.upstream().is_err());
+    }
+
+    #[test]
+    fn the_example_config_parses() {
+        let config = GatewayConfig::from_toml(include_str!("../gateway.example.toml")).unwrap();
+        assert_eq!(config.upstream.len(), 2);
+        assert!(config.upstream.iter().all(|u| u.upstream().is_ok()));
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        let error =
+            GatewayConfig::from_toml("[[upstream]]\nnamespace = \"x\"\nurll = \"u\"").unwrap_err();
+        assert!(error.to_string().contains("urll"), "{error}");
+    }
+}

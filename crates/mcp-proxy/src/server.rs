@@ -1,0 +1,115 @@
+//! [`ProxyServer`]: an `mcp_core::Server` whose tools are an upstream's.
+//!
+//! The server is built from the upstream's listing; each entry becomes a [`ProxyTool`] that
+//! keeps every field. It is an ordinary [`Server`]: mount it under a namespace, wrap it in
+//! middleware, serve it. Resources, templates and prompts join here once mcp-core has them
+//! (the seam: [`ProxyServer::build`] reads each listing kind the upstream advertises).
+
+use std::collections::HashMap;
+
+use mcp_core::{Server, TaskConfig};
+
+use crate::{ClientFactory, ProxyError, ProxyTool, Upstream};
+
+/// What a proxy server keeps about its upstream, as server state (see [`upstream_of`]).
+#[derive(Clone)]
+pub(crate) struct ProxyState {
+    pub(crate) upstream: Upstream,
+}
+
+/// The upstream behind a server built by [`ProxyServer`], if `server` is one.
+///
+/// ```
+/// assert!(mcp_proxy::upstream_of(&mcp_core::Server::new("plain")).is_none());
+/// ```
+pub fn upstream_of(server: &Server) -> Option<Upstream> {
+    server.state::<ProxyState>().map(|s| s.upstream)
+}
+
+/// Builds a [`Server`] that proxies an [`Upstream`].
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use mcp_proxy::{CommandTarget, ProxyServer, Upstream};
+/// let upstream = Upstream::command("github", CommandTarget::new("github-mcp").arg("stdio"));
+/// let proxy = ProxyServer::new(upstream).build().await?;
+/// let gateway = mcp_core::Server::new("gateway");
+/// gateway.mount(&proxy, "gh")?; // gh_<tool> for each upstream tool
+/// # Ok(()) }
+/// ```
+pub struct ProxyServer {
+    upstream: Upstream,
+    name: Option<String>,
+    task_modes: HashMap<String, TaskConfig>,
+}
+
+impl ProxyServer {
+    /// A builder for a proxy of `upstream`.
+    ///
+    /// ```
+    /// let _ = mcp_proxy::ProxyServer::new(mcp_proxy::Upstream::command("u", mcp_proxy::CommandTarget::new("srv")));
+    /// ```
+    pub fn new(upstream: Upstream) -> Self {
+        Self {
+            upstream,
+            name: None,
+            task_modes: HashMap::new(),
+        }
+    }
+
+    /// The local server's name (the upstream's name by default).
+    ///
+    /// ```
+    /// let _ = mcp_proxy::ProxyServer::new(mcp_proxy::Upstream::command("u", mcp_proxy::CommandTarget::new("srv"))).name("front");
+    /// ```
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Declares the task mode of the upstream tool `tool` on the local server, overriding the
+    /// upstream's. With a local tasks extension on the root, opted-in calls of a tool whose
+    /// upstream has no task support then run as local tasks.
+    ///
+    /// ```
+    /// use mcp_types::TaskSupport;
+    /// let _ = mcp_proxy::ProxyServer::new(mcp_proxy::Upstream::command("u", mcp_proxy::CommandTarget::new("srv")))
+    ///     .task_mode("slow_report", TaskSupport::Optional);
+    /// ```
+    pub fn task_mode(mut self, tool: impl Into<String>, mode: impl Into<TaskConfig>) -> Self {
+        self.task_modes.insert(tool.into(), mode.into());
+        self
+    }
+
+    /// Connects (or reuses the session), lists the upstream's tools and returns the server.
+    ///
+    /// ```no_run
+    /// # async fn run(u: mcp_proxy::Upstream) -> Result<(), mcp_proxy::ProxyError> {
+    /// let server = mcp_proxy::ProxyServer::new(u).build().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn build(self) -> Result<Server, ProxyError> {
+        let name = self.name.unwrap_or_else(|| self.upstream.name().to_owned());
+        let mut server = Server::new(name);
+        if let Some(instructions) = self.upstream.instructions().await? {
+            server = server.with_instructions(instructions);
+        }
+        server.insert_state(ProxyState {
+            upstream: self.upstream.clone(),
+        });
+        let factory = ClientFactory::upstream(self.upstream.clone());
+        for descriptor in self.upstream.list_tools().await? {
+            let mode = self.task_modes.get(descriptor.name()).copied();
+            let mut tool = ProxyTool::from_mcp_tool(factory.clone(), descriptor);
+            if let Some(mode) = mode {
+                tool = tool.with_task(mode);
+            }
+            server
+                .add_tool(tool.into_tool_def())
+                .map_err(|e| ProxyError::Config(e.to_string()))?;
+        }
+        // Seam: resources, resource templates and prompts are listed and registered here
+        // once mcp-core has them.
+        Ok(server)
+    }
+}

@@ -1,0 +1,354 @@
+//! [`ProxyTasks`]: SEP-2663 task passthrough for proxied tools.
+//!
+//! Register it on the root server in place of `mcp_tasks::TasksExtension` (it can hold one,
+//! [`ProxyTasks::with_local`], for local task tools and for proxied tools whose upstream has
+//! no tasks). It advertises `io.modelcontextprotocol/tasks` and, for a `tools/call` that
+//!
+//! * targets a tool served by a [`ProxyServer`](crate::ProxyServer) (at any mount depth),
+//! * comes from a client that opted in (2026-07-28, the extension in the request `_meta`),
+//! * and whose upstream advertises the tasks extension,
+//!
+//! forwards the call with the opt-in. An upstream `CreateTaskResult` comes back with a proxy
+//! task id ([`TaskIdSigner`]) bound to the upstream, its task id and the caller;
+//! `tasks/get|update|cancel` on that id go to the owning upstream with the id rewritten both
+//! ways, everything else (`status`, `pollIntervalMs`, `ttlMs`, `inputRequests`, `result`,
+//! `error`) passing through. A forged or foreign id is -32602.
+//!
+//! The root's middleware runs before the passthrough; the proxy server's own middleware does
+//! not (the call never reaches its tool handler).
+
+use std::{collections::HashMap, sync::RwLock};
+
+use async_trait::async_trait;
+use mcp_core::{BoxError, CallTool, Context, Era, Extension, Server, ToolCallNext};
+use mcp_tasks::TasksExtension;
+use mcp_types::{
+    CallToolResponse, CancelTaskParams, ClientCapabilities, ErrorCode, ErrorData, GetTaskParams,
+    JsonObject, ServerResult, TASKS_EXTENSION_ID, TaskAckResult, UpdateTaskParams,
+};
+use rmcp::model::{CancelTaskRequest, ClientRequest, GetTaskRequest, UpdateTaskRequest};
+use serde_json::Value;
+
+use crate::{
+    ProxyError, RequestOptions, Upstream,
+    server::ProxyState,
+    task_ids::{TaskIdError, TaskIdSigner},
+};
+
+const METHODS: [&str; 3] = ["tasks/get", "tasks/update", "tasks/cancel"];
+
+/// The tasks extension of a server that proxies upstreams. See the [module docs](self).
+///
+/// ```
+/// use mcp_proxy::ProxyTasks;
+/// let server = mcp_core::Server::new("gateway");
+/// server.add_extension(ProxyTasks::new().unwrap().with_local(mcp_tasks::TasksExtension::new())).unwrap();
+/// ```
+pub struct ProxyTasks {
+    signer: TaskIdSigner,
+    local: Option<TasksExtension>,
+    upstreams: RwLock<HashMap<String, Upstream>>,
+}
+
+fn not_found(id: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("Task {id} not found"), None)
+}
+
+fn caller_key(cx: &Context) -> String {
+    cx.scope()
+        .principal()
+        .map(mcp_core::auth::Principal::scope_key)
+        .unwrap_or_default()
+}
+
+fn opted_in(cx: &Context) -> bool {
+    let scope = cx.scope();
+    scope.era() == Era::Modern && scope.client_extension(TASKS_EXTENSION_ID).is_some()
+}
+
+/// The upstream serving `name` at `server`, and the tool's name there: follows mounts down
+/// to the server that registered the tool.
+fn proxied(server: &Server, name: &str, call: &CallTool) -> Option<(Upstream, String)> {
+    let mut info = server.get_tool(name, call.version.as_ref())?;
+    loop {
+        let owner = info.owner().clone();
+        if let Some(state) = owner.state::<ProxyState>()
+            && owner
+                .get_tool(info.owner_name(), None)
+                .is_some_and(|t| t.owner().ptr_eq(&owner))
+        {
+            return Some((state.upstream, info.owner_name().to_owned()));
+        }
+        let next = owner.get_tool(info.owner_name(), None)?;
+        if next.owner().ptr_eq(&owner) {
+            return None;
+        }
+        info = next;
+    }
+}
+
+impl ProxyTasks {
+    /// Passthrough with a random id key (ids valid in this process only).
+    ///
+    /// ```
+    /// let _ = mcp_proxy::ProxyTasks::new().unwrap();
+    /// ```
+    pub fn new() -> Result<Self, TaskIdError> {
+        Ok(Self::with_signer(TaskIdSigner::random()?))
+    }
+
+    /// Passthrough with a configured id key (share it between replicas).
+    ///
+    /// ```
+    /// let signer = mcp_proxy::task_ids::TaskIdSigner::new(b"0123456789abcdef").unwrap();
+    /// let _ = mcp_proxy::ProxyTasks::with_signer(signer);
+    /// ```
+    pub fn with_signer(signer: TaskIdSigner) -> Self {
+        Self {
+            signer,
+            local: None,
+            upstreams: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// Also runs local tasks: task tools of this server and proxied tools declared with a
+    /// task mode ([`ProxyServer::task_mode`](crate::ProxyServer::task_mode)) whose upstream
+    /// has no tasks.
+    ///
+    /// ```
+    /// let _ = mcp_proxy::ProxyTasks::new().unwrap().with_local(mcp_tasks::TasksExtension::new());
+    /// ```
+    pub fn with_local(mut self, local: TasksExtension) -> Self {
+        self.local = Some(local);
+        self
+    }
+
+    /// Makes `upstream`'s task ids routable (done on first passthrough call anyway; register
+    /// upfront so ids minted by a replica open here).
+    ///
+    /// ```
+    /// let tasks = mcp_proxy::ProxyTasks::new().unwrap();
+    /// tasks.register(&mcp_proxy::Upstream::command("u", mcp_proxy::CommandTarget::new("srv")));
+    /// ```
+    pub fn register(&self, upstream: &Upstream) {
+        let mut map = self
+            .upstreams
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        map.entry(upstream.name().to_owned())
+            .or_insert_with(|| upstream.clone());
+    }
+
+    fn upstream(&self, name: &str) -> Option<Upstream> {
+        self.upstreams
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(name)
+            .cloned()
+    }
+
+    async fn passthrough(
+        &self,
+        call: &CallTool,
+        upstream: &Upstream,
+        tool: &str,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.register(upstream);
+        let cx = call.context();
+        let reply = upstream
+            .call_tool(
+                tool,
+                call.arguments.clone(),
+                RequestOptions::from_context(cx).with_tasks(),
+            )
+            .await
+            .map_err(ProxyError::into_error_data)?;
+        Ok(match reply {
+            CallToolResponse::Task(mut created) => {
+                created.task.task_id =
+                    self.signer
+                        .mint(upstream.name(), &created.task.task_id, &caller_key(cx));
+                CallToolResponse::Task(created)
+            }
+            other => other,
+        })
+    }
+
+    /// Checks what `TasksExtension` checks before any lookup (era, then opt-in, R6).
+    fn gate(cx: &Context, method: &str) -> Result<(), ErrorData> {
+        let scope = cx.scope();
+        if scope.era() == Era::Legacy {
+            let version = scope
+                .protocol_version()
+                .map(|v| v.as_str().to_owned())
+                .unwrap_or_default();
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("Method '{method}' is not available at protocol version '{version}'."),
+                None,
+            ));
+        }
+        if scope.client_extension(TASKS_EXTENSION_ID).is_none() {
+            return Err(ErrorData::new(
+                ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                format!(
+                    "This request targets the tasks extension ({TASKS_EXTENSION_ID}); the client did not declare it for this request."
+                ),
+                serde_json::to_value(serde_json::json!({
+                    "requiredCapabilities": ClientCapabilities::builder().enable_tasks().build()
+                }))
+                .ok(),
+            ));
+        }
+        Ok(())
+    }
+
+    async fn route(
+        &self,
+        cx: &Context,
+        method: &str,
+        params: Value,
+        proxy_id: String,
+    ) -> Result<Value, ErrorData> {
+        Self::gate(cx, method)?;
+        let Some((upstream_name, upstream_id)) = self.signer.open(&proxy_id, &caller_key(cx))
+        else {
+            return Err(not_found(&proxy_id));
+        };
+        let Some(upstream) = self.upstream(&upstream_name) else {
+            return Err(not_found(&proxy_id));
+        };
+        let mut params = params;
+        if let Some(object) = params.as_object_mut() {
+            object.insert("taskId".to_owned(), Value::String(upstream_id.clone()));
+        }
+        let invalid = |e: serde_json::Error| {
+            ErrorData::invalid_params(format!("Invalid params for {method}: {e}"), None)
+        };
+        let request = match method {
+            "tasks/get" => ClientRequest::GetTaskRequest(GetTaskRequest::new(
+                serde_json::from_value::<GetTaskParams>(params).map_err(invalid)?,
+            )),
+            "tasks/update" => ClientRequest::UpdateTaskRequest(UpdateTaskRequest::new(
+                serde_json::from_value::<UpdateTaskParams>(params).map_err(invalid)?,
+            )),
+            _ => ClientRequest::CancelTaskRequest(CancelTaskRequest::new(
+                serde_json::from_value::<CancelTaskParams>(params).map_err(invalid)?,
+            )),
+        };
+        let reply = upstream
+            .request(request, RequestOptions::from_context(cx).with_tasks())
+            .await
+            .map_err(|error| match error {
+                // The upstream's "not found" names its own id: answer with ours.
+                ProxyError::Upstream(e) if e.code == ErrorCode::INVALID_PARAMS => {
+                    not_found(&proxy_id)
+                }
+                other => other.into_error_data(),
+            })?;
+        let internal = |e: serde_json::Error| ErrorData::internal_error(e.to_string(), None);
+        match reply {
+            ServerResult::GetTaskResult(result) => {
+                let mut value = serde_json::to_value(result).map_err(internal)?;
+                if let Some(object) = value.as_object_mut() {
+                    object.insert("taskId".to_owned(), Value::String(proxy_id));
+                }
+                Ok(value)
+            }
+            ServerResult::TaskAckResult(_) | ServerResult::EmptyResult(_) => {
+                serde_json::to_value(TaskAckResult::new()).map_err(internal)
+            }
+            other => Err(ProxyError::Protocol {
+                upstream: upstream_name,
+                method: method.to_owned(),
+                detail: serde_json::to_string(&other).unwrap_or_default(),
+            }
+            .into_error_data()),
+        }
+    }
+}
+
+#[async_trait]
+impl Extension for ProxyTasks {
+    fn id(&self) -> &str {
+        TASKS_EXTENSION_ID
+    }
+
+    /// SEP-2663 is not defined on 2025-11-25 connections.
+    fn legacy_era(&self) -> bool {
+        false
+    }
+
+    fn settings(&self) -> JsonObject {
+        JsonObject::new()
+    }
+
+    fn methods(&self) -> Vec<String> {
+        METHODS.iter().map(|m| (*m).to_owned()).collect()
+    }
+
+    async fn handle_request(
+        &self,
+        cx: Context,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<Value, ErrorData> {
+        let params = params.unwrap_or(Value::Null);
+        let id = params
+            .get("taskId")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        match (id, &self.local) {
+            (Some(id), _) if TaskIdSigner::looks_like(&id) => {
+                self.route(&cx, method, params, id).await
+            }
+            (_, Some(local)) => local.handle_request(cx, method, Some(params)).await,
+            (Some(id), None) => {
+                Self::gate(&cx, method)?;
+                Err(not_found(&id))
+            }
+            (None, None) => {
+                Self::gate(&cx, method)?;
+                Err(ErrorData::invalid_params(
+                    format!("Invalid params for {method}: missing field `taskId`"),
+                    None,
+                ))
+            }
+        }
+    }
+
+    async fn intercept_call_tool(
+        &self,
+        call: CallTool,
+        next: ToolCallNext<'_>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if opted_in(call.context()) {
+            let server = call.context().server().clone();
+            if let Some((upstream, tool)) = proxied(&server, &call.name, &call)
+                && upstream
+                    .supports_tasks()
+                    .await
+                    .map_err(ProxyError::into_error_data)?
+            {
+                return self.passthrough(&call, &upstream, &tool).await;
+            }
+        }
+        match &self.local {
+            Some(local) => local.intercept_call_tool(call, next).await,
+            None => next.run(call).await,
+        }
+    }
+
+    async fn on_start(&self, server: &Server) -> Result<(), BoxError> {
+        match &self.local {
+            Some(local) => local.on_start(server).await,
+            None => Ok(()),
+        }
+    }
+
+    async fn on_stop(&self, server: &Server) {
+        if let Some(local) = &self.local {
+            local.on_stop(server).await;
+        }
+    }
+}
