@@ -4,8 +4,7 @@
 //! signed ids.
 //!
 //! The interpreter is `$MCPKIT_FASTMCP_PYTHON`, else `target/fastmcp-venv/bin/python`, which
-//! `.ci/run` creates. Outside CI a missing venv skips these tests with a note; under CI
-//! (`CI=true`) it fails them.
+//! `.ci/setup` creates. A missing venv fails these tests with that instruction.
 
 #[path = "support/proxy.rs"]
 mod support;
@@ -27,26 +26,20 @@ use test_helpers::{
     wire::spawn_stdio,
 };
 
-/// The venv's interpreter, or `None` (outside CI) when it is missing.
-fn python() -> Option<PathBuf> {
+/// The venv's interpreter. A missing venv fails the test (never a skip), saying how to get it.
+fn python() -> PathBuf {
     let path = std::env::var_os("MCPKIT_FASTMCP_PYTHON")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/fastmcp-venv/bin/python")
         });
-    if path.exists() {
-        return Some(path);
-    }
     assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "{} is missing: .ci/run must create the FastMCP venv (start_services)",
+        path.exists(),
+        "{} is missing: run `bash .ci/setup` once (it creates the FastMCP venv), or point \
+         MCPKIT_FASTMCP_PYTHON at a Python with fastmcp[tasks] 4.1",
         path.display()
     );
-    eprintln!(
-        "SKIPPED: no FastMCP venv at {} (create it with: python3 -m venv target/fastmcp-venv && target/fastmcp-venv/bin/pip install 'fastmcp[tasks]>=4.1,<4.2')",
-        path.display()
-    );
-    None
+    path
 }
 
 fn script() -> String {
@@ -81,7 +74,7 @@ async fn gateway(upstream: &Upstream) -> Server {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_2025_11_25_fastmcp_listing_keeps_every_field_and_calls_behave_as_direct() {
-    let Some(python) = python() else { return };
+    let python = python();
     let upstream = upstream(&python, UpstreamOptions::default().legacy_handshake());
     let root = gateway(&upstream).await;
 
@@ -155,7 +148,7 @@ async fn a_2025_11_25_fastmcp_listing_keeps_every_field_and_calls_behave_as_dire
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fastmcp_tasks_pass_through_on_2026_07_28() {
-    let Some(python) = python() else { return };
+    let python = python();
     let upstream = upstream(&python, UpstreamOptions::default());
     assert!(
         upstream.supports_tasks().await.expect("connect"),
