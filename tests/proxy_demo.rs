@@ -182,10 +182,11 @@ async fn task_cancels(client: &TestClient, prefix: &str) {
 async fn forged_ids_refused(client: &TestClient) {
     let foreign = TaskIdSigner::random()
         .expect("a key")
-        .mint("demo", "some-task", "");
+        .mint("demo", "some-task", "")
+        .expect("minted");
     for id in [
         foreign.as_str(),
-        "mcpx1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        "mcpx2.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
         "plain-upstream-id",
     ] {
         match client.get_task(GetTaskParams::new(id)).await {

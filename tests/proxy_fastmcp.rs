@@ -172,7 +172,7 @@ async fn fastmcp_tasks_pass_through_on_2026_07_28() {
     );
     match pair
         .client
-        .get_task(GetTaskParams::new("mcpx1.forged"))
+        .get_task(GetTaskParams::new("mcpx2.forged"))
         .await
     {
         Err(ServiceError::McpError(error)) => assert_eq!(error.code, ErrorCode::INVALID_PARAMS),

@@ -1,24 +1,29 @@
 //! Proxy task ids: signed, encrypted, opaque handles on an upstream's task.
 //!
 //! A proxy task id names the upstream, the upstream's task id and the caller, and shows none of
-//! them: the upstream name and task id are encrypted (an HMAC-SHA256 keystream with a random
-//! nonce), and the whole id, caller included, is authenticated with HMAC-SHA256
-//! (encrypt-then-MAC, 128-bit tag). A forged, altered or foreign id (another caller's, or
-//! another proxy key's) does not open. The key is configured ([`TaskIdSigner::new`], the same
-//! on every replica behind one endpoint) or random per process ([`TaskIdSigner::random`]).
+//! them: the upstream name and task id are sealed with XChaCha20-Poly1305 (an AEAD, from the
+//! RustCrypto `chacha20poly1305` crate) under a random 192-bit nonce, with the caller as
+//! associated data. A forged, altered or foreign id (another caller's, or another proxy key's)
+//! does not open. The key is configured ([`TaskIdSigner::new`], the same on every replica
+//! behind one endpoint) or random per process ([`TaskIdSigner::random`]); the AEAD key is
+//! HMAC-SHA256 of it under a fixed label, so any key length of 16 bytes or more works.
 //!
-//! Layout: `mcpx1.` + base64url(nonce[16] ‖ ciphertext ‖ tag[16]), where the plaintext is
+//! Layout: `mcpx2.` + base64url(nonce[24] ‖ ciphertext ‖ tag[16]), where the plaintext is
 //! `len(upstream) as u16 ‖ upstream ‖ upstream task id`.
 
 use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
+use chacha20poly1305::{
+    KeyInit as _, XChaCha20Poly1305, XNonce,
+    aead::{Aead as _, Payload},
+};
 use hmac::{Hmac, Mac as _};
 use sha2::Sha256;
 
 type HmacSha256 = Hmac<Sha256>;
 
 /// The prefix of every proxy task id.
-pub const PREFIX: &str = "mcpx1.";
-const NONCE: usize = 16;
+pub const PREFIX: &str = "mcpx2.";
+const NONCE: usize = 24;
 const TAG: usize = 16;
 
 /// Mints and opens proxy task ids.
@@ -26,15 +31,14 @@ const TAG: usize = 16;
 /// ```
 /// use mcp_proxy::task_ids::TaskIdSigner;
 /// let signer = TaskIdSigner::new(b"a key shared by the gateway replicas").unwrap();
-/// let id = signer.mint("github", "task-42", "alice");
+/// let id = signer.mint("github", "task-42", "alice").unwrap();
 /// assert!(!id.contains("github") && !id.contains("task-42") && !id.contains("alice"));
 /// assert_eq!(signer.open(&id, "alice"), Some(("github".to_owned(), "task-42".to_owned())));
 /// assert_eq!(signer.open(&id, "mallory"), None);
 /// ```
 #[derive(Clone)]
 pub struct TaskIdSigner {
-    enc: [u8; 32],
-    mac: [u8; 32],
+    cipher: XChaCha20Poly1305,
 }
 
 impl std::fmt::Debug for TaskIdSigner {
@@ -43,7 +47,7 @@ impl std::fmt::Debug for TaskIdSigner {
     }
 }
 
-/// Errors of [`TaskIdSigner`] construction.
+/// Errors of [`TaskIdSigner`].
 ///
 /// ```
 /// assert!(mcp_proxy::task_ids::TaskIdSigner::new(b"short").is_err());
@@ -54,18 +58,19 @@ pub enum TaskIdError {
     #[error("a task id key needs at least 16 bytes, got {0}")]
     ShortKey(usize),
     /// The system random source failed.
-    #[error("no random bytes for the task id key: {0}")]
+    #[error("no random bytes for the task id: {0}")]
     Random(String),
+    /// The upstream name is longer than 65535 bytes.
+    #[error("the upstream name is too long for a task id ({0} bytes)")]
+    LongUpstream(usize),
 }
 
-fn hmac(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
-    // HMAC accepts keys of any length; this cannot fail.
-    let mut mac = <HmacSha256 as hmac::KeyInit>::new_from_slice(key)
-        .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
-    for part in parts {
-        mac.update(part);
-    }
-    mac.finalize().into_bytes().into()
+/// The associated data of an id: what it is, and for whom.
+fn associated_data(caller: &str) -> Vec<u8> {
+    let mut aad = Vec::with_capacity(PREFIX.len() + caller.len());
+    aad.extend_from_slice(PREFIX.as_bytes());
+    aad.extend_from_slice(caller.as_bytes());
+    aad
 }
 
 impl TaskIdSigner {
@@ -78,9 +83,12 @@ impl TaskIdSigner {
         if key.len() < 16 {
             return Err(TaskIdError::ShortKey(key.len()));
         }
+        let mut kdf = <HmacSha256 as hmac::KeyInit>::new_from_slice(key)
+            .map_err(|_| TaskIdError::ShortKey(key.len()))?;
+        kdf.update(b"mcpkit proxy task id: xchacha20poly1305 key");
+        let derived: [u8; 32] = kdf.finalize().into_bytes().into();
         Ok(Self {
-            enc: hmac(key, &[b"mcpkit proxy task id: encryption"]),
-            mac: hmac(key, &[b"mcpkit proxy task id: authentication"]),
+            cipher: XChaCha20Poly1305::new((&derived).into()),
         })
     }
 
@@ -89,7 +97,7 @@ impl TaskIdSigner {
     /// ```
     /// let a = mcp_proxy::task_ids::TaskIdSigner::random().unwrap();
     /// let b = mcp_proxy::task_ids::TaskIdSigner::random().unwrap();
-    /// assert_eq!(b.open(&a.mint("u", "t", ""), ""), None);
+    /// assert_eq!(b.open(&a.mint("u", "t", "").unwrap(), ""), None);
     /// ```
     pub fn random() -> Result<Self, TaskIdError> {
         let mut key = [0u8; 32];
@@ -97,61 +105,37 @@ impl TaskIdSigner {
         Self::new(&key)
     }
 
-    fn keystream_xor(&self, nonce: &[u8], data: &mut [u8]) {
-        for (block, chunk) in data.chunks_mut(32).enumerate() {
-            let counter = u64::try_from(block).unwrap_or(u64::MAX).to_be_bytes();
-            let stream = hmac(&self.enc, &[nonce, &counter]);
-            for (byte, key) in chunk.iter_mut().zip(stream) {
-                *byte ^= key;
-            }
-        }
-    }
-
-    fn tag(&self, nonce: &[u8], ciphertext: &[u8], caller: &str) -> [u8; 32] {
-        let caller_len = u64::try_from(caller.len())
-            .unwrap_or(u64::MAX)
-            .to_be_bytes();
-        hmac(
-            &self.mac,
-            &[
-                PREFIX.as_bytes(),
-                nonce,
-                ciphertext,
-                &caller_len,
-                caller.as_bytes(),
-            ],
-        )
-    }
-
     /// The proxy id of `upstream`'s task `task_id`, for `caller` (a principal's scope key;
     /// empty for anonymous callers).
     ///
     /// ```
     /// let signer = mcp_proxy::task_ids::TaskIdSigner::random().unwrap();
-    /// assert!(signer.mint("u", "t", "").starts_with(mcp_proxy::task_ids::PREFIX));
+    /// assert!(signer.mint("u", "t", "").unwrap().starts_with(mcp_proxy::task_ids::PREFIX));
     /// ```
-    pub fn mint(&self, upstream: &str, task_id: &str, caller: &str) -> String {
+    pub fn mint(&self, upstream: &str, task_id: &str, caller: &str) -> Result<String, TaskIdError> {
+        let upstream_len =
+            u16::try_from(upstream.len()).map_err(|_| TaskIdError::LongUpstream(upstream.len()))?;
         let mut nonce = [0u8; NONCE];
-        if getrandom::fill(&mut nonce).is_err() {
-            // Without randomness the nonce is derived from the content: ids are then
-            // deterministic per (upstream, task), which leaks equality but stays sound.
-            nonce.copy_from_slice(
-                &hmac(&self.mac, &[upstream.as_bytes(), task_id.as_bytes()])[..NONCE],
-            );
-        }
-        let upstream_len = u16::try_from(upstream.len()).unwrap_or(u16::MAX);
-        let upstream = &upstream.as_bytes()[..usize::from(upstream_len)];
+        getrandom::fill(&mut nonce).map_err(|e| TaskIdError::Random(e.to_string()))?;
         let mut body = Vec::with_capacity(2 + upstream.len() + task_id.len());
         body.extend_from_slice(&upstream_len.to_be_bytes());
-        body.extend_from_slice(upstream);
+        body.extend_from_slice(upstream.as_bytes());
         body.extend_from_slice(task_id.as_bytes());
-        self.keystream_xor(&nonce, &mut body);
-        let tag = self.tag(&nonce, &body, caller);
-        let mut raw = Vec::with_capacity(NONCE + body.len() + TAG);
+        let aad = associated_data(caller);
+        let sealed = self
+            .cipher
+            .encrypt(
+                XNonce::from_slice(&nonce),
+                Payload {
+                    msg: &body,
+                    aad: &aad,
+                },
+            )
+            .map_err(|_| TaskIdError::Random("the AEAD refused the plaintext".to_owned()))?;
+        let mut raw = Vec::with_capacity(NONCE + sealed.len());
         raw.extend_from_slice(&nonce);
-        raw.extend_from_slice(&body);
-        raw.extend_from_slice(&tag[..TAG]);
-        format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(raw))
+        raw.extend_from_slice(&sealed);
+        Ok(format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(raw)))
     }
 
     /// Whether `id` has the shape of a proxy task id (says nothing about its validity).
@@ -167,37 +151,28 @@ impl TaskIdSigner {
     ///
     /// ```
     /// let signer = mcp_proxy::task_ids::TaskIdSigner::random().unwrap();
-    /// assert_eq!(signer.open("mcpx1.AAAA", ""), None);
+    /// assert_eq!(signer.open("mcpx2.AAAA", ""), None);
     /// ```
     pub fn open(&self, id: &str, caller: &str) -> Option<(String, String)> {
         let raw = URL_SAFE_NO_PAD.decode(id.strip_prefix(PREFIX)?).ok()?;
         if raw.len() < NONCE + 2 + TAG {
             return None;
         }
-        let (nonce, rest) = raw.split_at(NONCE);
-        let (body, tag) = rest.split_at(rest.len() - TAG);
-        let caller_len = u64::try_from(caller.len())
-            .unwrap_or(u64::MAX)
-            .to_be_bytes();
-        let mut mac = <HmacSha256 as hmac::KeyInit>::new_from_slice(&self.mac).ok()?;
-        for part in [
-            PREFIX.as_bytes(),
-            nonce,
-            body,
-            &caller_len,
-            caller.as_bytes(),
-        ] {
-            mac.update(part);
-        }
-        mac.verify_truncated_left(tag).ok()?;
-        let mut body = body.to_vec();
-        self.keystream_xor(nonce, &mut body);
-        let (len, rest) = body.split_at(2);
+        let (nonce, sealed) = raw.split_at(NONCE);
+        let aad = associated_data(caller);
+        let body = self
+            .cipher
+            .decrypt(
+                XNonce::from_slice(nonce),
+                Payload {
+                    msg: sealed,
+                    aad: &aad,
+                },
+            )
+            .ok()?;
+        let (len, rest) = body.split_at_checked(2)?;
         let len = usize::from(u16::from_be_bytes([len[0], len[1]]));
-        if rest.len() < len {
-            return None;
-        }
-        let (upstream, task) = rest.split_at(len);
+        let (upstream, task) = rest.split_at_checked(len)?;
         Some((
             String::from_utf8(upstream.to_vec()).ok()?,
             String::from_utf8(task.to_vec()).ok()?,
@@ -212,11 +187,13 @@ mod tests {
     #[test]
     fn any_altered_byte_is_refused() {
         let signer = TaskIdSigner::new(b"0123456789abcdef0123").unwrap();
-        let id = signer.mint(
-            "upstream",
-            "a-long-upstream-task-id-that-spans-two-blocks-of-keystream",
-            "c",
-        );
+        let id = signer
+            .mint(
+                "upstream",
+                "a-long-upstream-task-id-spanning-several-cipher-blocks-of-chacha",
+                "c",
+            )
+            .unwrap();
         let raw = URL_SAFE_NO_PAD.decode(&id[PREFIX.len()..]).unwrap();
         for i in 0..raw.len() {
             let mut forged = raw.clone();
@@ -226,7 +203,7 @@ mod tests {
         }
         assert_eq!(
             signer.open(&id, "c").unwrap().1,
-            "a-long-upstream-task-id-that-spans-two-blocks-of-keystream"
+            "a-long-upstream-task-id-spanning-several-cipher-blocks-of-chacha"
         );
     }
 
@@ -234,10 +211,10 @@ mod tests {
     fn ids_are_not_repeated_and_need_the_same_key() {
         let a = TaskIdSigner::new(b"0123456789abcdef").unwrap();
         let b = TaskIdSigner::new(b"0123456789abcdeF").unwrap();
-        let one = a.mint("u", "t", "");
-        assert_ne!(one, a.mint("u", "t", ""));
+        let one = a.mint("u", "t", "").unwrap();
+        assert_ne!(one, a.mint("u", "t", "").unwrap());
         assert_eq!(b.open(&one, ""), None);
         assert_eq!(a.open("not-a-proxy-id", ""), None);
-        assert_eq!(a.open("mcpx1.!!!", ""), None);
+        assert_eq!(a.open("mcpx2.!!!", ""), None);
     }
 }

@@ -165,9 +165,10 @@ impl ProxyTasks {
             .map_err(ProxyError::into_error_data)?;
         Ok(match reply {
             CallToolResponse::Task(mut created) => {
-                created.task.task_id =
-                    self.signer
-                        .mint(upstream.name(), &created.task.task_id, &caller_key(cx));
+                created.task.task_id = self
+                    .signer
+                    .mint(upstream.name(), &created.task.task_id, &caller_key(cx))
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
                 CallToolResponse::Task(created)
             }
             other => other,
