@@ -244,6 +244,7 @@ macro_rules! __backend_conformance_cases {
                 concurrent_claims_never_share_a_run,
                 a_replayed_last_answer_resumes_exactly_once,
                 input_racing_cancel_never_runs_after_the_cancel,
+                complete_racing_cancel_records_one_outcome,
             ],
             clock: [
                 claim_without_work_returns_empty_after_its_wait,
@@ -1714,6 +1715,52 @@ pub async fn input_racing_cancel_never_runs_after_the_cancel<B: TaskBackend>(h: 
         let end_after = view(h, &owner, &task.id).await;
         assert_eq!(end_after.status, TaskStatus::Cancelled);
         assert_eq!(end_after.result, None);
+    }
+}
+
+/// A worker's result racing a cancel (from another process when there is a peer): exactly
+/// one of them takes effect. Either the result is recorded (and the cancel finds the task
+/// terminal) or the cancel is (and the result is refused as `Terminal`); the task shows
+/// that outcome and nothing of the other.
+pub async fn complete_racing_cancel_records_one_outcome<B: TaskBackend>(h: &Harness<B>) {
+    let owner = anon();
+    for _ in 0..16 {
+        let (task, run) = running(h, &owner, &WorkerId::new(), 1).await;
+        let barrier = Arc::new(Barrier::new(2));
+        let completer = tokio::spawn({
+            let (backend, barrier, lease) = (
+                Arc::clone(&h.backend),
+                Arc::clone(&barrier),
+                run.lease.clone(),
+            );
+            async move {
+                barrier.wait().await;
+                backend.complete(&lease, json!({"won": "complete"})).await
+            }
+        });
+        let canceller = tokio::spawn({
+            let (backend, barrier) = (Arc::clone(h.other()), Arc::clone(&barrier));
+            let (owner, id) = (owner.clone(), task.id.clone());
+            async move {
+                barrier.wait().await;
+                backend.cancel(&owner, &id).await
+            }
+        });
+        let completed = join(completer.await).expect("complete");
+        let cancelled = join(canceller.await).expect("cancel");
+        let end = view(h, &owner, &task.id).await;
+        match (completed, cancelled) {
+            (WriteAck::Recorded, Some(CancelAck::AlreadyTerminal)) => {
+                assert_eq!(end.status, TaskStatus::Completed);
+                assert_eq!(end.result, Some(json!({"won": "complete"})));
+            }
+            (WriteAck::Terminal, Some(CancelAck::Cancelled)) => {
+                assert_eq!(end.status, TaskStatus::Cancelled);
+                assert_eq!(end.result, None, "the refused result is not kept");
+            }
+            other => panic!("exactly one of complete and cancel takes effect, got {other:?}"),
+        }
+        claim_none(h, "an ended task has no work").await;
     }
 }
 

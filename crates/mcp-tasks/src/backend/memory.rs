@@ -31,8 +31,8 @@ use super::{
 };
 use crate::ids;
 
-/// How long a claim is valid without a heartbeat.
-const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+/// How long a claim is valid without a heartbeat, unless configured.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 /// The longest the sweeper sleeps when nothing is due.
 const IDLE_SWEEP: Duration = Duration::from_secs(1);
 

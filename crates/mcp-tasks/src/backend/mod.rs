@@ -10,6 +10,8 @@
 //! Redis backend implements the same contract with one atomic script per transition.
 
 pub mod memory;
+#[cfg(feature = "redis")]
+pub mod redis;
 
 use std::time::Duration;
 
