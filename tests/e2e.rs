@@ -12,10 +12,12 @@ use test_helpers::{
     wire::{WireLog, record_http, spawn_stdio},
 };
 
-const EXPECTED_TOOLS: [&str; 6] = [
+const EXPECTED_TOOLS: [&str; 8] = [
     "add",
     "child_echo",
     "child_multiply",
+    "confirm_task",
+    "count_task",
     "parent_tool",
     "required_task",
     "sleep_task",
