@@ -199,8 +199,21 @@ async fn run_worker_process(url: &str, concurrency: usize) -> Result<(), Error> 
     Ok(())
 }
 
-/// Drains `tasks` queued tasks with `workers` worker processes; returns tasks/s.
-async fn drain_redis(cli: &Cli, workers: usize) -> Result<f64, Error> {
+/// Redis' own CPU time so far (`INFO cpu`: user + sys of the server's main thread and
+/// children), in seconds.
+async fn redis_cpu(redis: &mut redis::aio::MultiplexedConnection) -> Result<f64, Error> {
+    let info: String = redis::cmd("INFO").arg("cpu").query_async(redis).await?;
+    Ok(info
+        .lines()
+        .filter_map(|line| line.split_once(':'))
+        .filter(|(name, _)| matches!(*name, "used_cpu_sys" | "used_cpu_user"))
+        .filter_map(|(_, value)| value.trim().parse::<f64>().ok())
+        .sum())
+}
+
+/// Drains `tasks` queued tasks with `workers` worker processes; returns tasks/s and the
+/// share of one core Redis used meanwhile.
+async fn drain_redis(cli: &Cli, workers: usize) -> Result<(f64, f64), Error> {
     let url = format!(
         "{}?queue=load-{}-{workers}",
         cli.url.trim_end_matches('/'),
@@ -209,6 +222,14 @@ async fn drain_redis(cli: &Cli, workers: usize) -> Result<f64, Error> {
     let backend: Arc<dyn TaskBackend> =
         Arc::new(RedisBackend::connect_with(&url, RedisOptions::default()).await?);
     let (ids, _) = submit_all(&backend, cli.tasks, cli.callers).await?;
+    let mut redis = redis::Client::open(cli.url.as_str())?
+        .get_multiplexed_async_connection()
+        .await?;
+    let stream = format!(
+        "{}:q",
+        RedisOptions::default().from_url(&url)?.1.key_prefix()
+    );
+    let (cpu_before, cpu_clock) = (redis_cpu(&mut redis).await?, Instant::now());
     let exe = std::env::current_exe()?;
     let mut children = Vec::new();
     let mut ready = Vec::new();
@@ -242,13 +263,6 @@ async fn drain_redis(cli: &Cli, workers: usize) -> Result<f64, Error> {
     }
     let started = started.ok_or("no worker")?;
     // Timed on the queue: a completed run's entry is deleted with its completion.
-    let mut redis = redis::Client::open(cli.url.as_str())?
-        .get_multiplexed_async_connection()
-        .await?;
-    let stream = format!(
-        "{}:q",
-        RedisOptions::default().from_url(&url)?.1.key_prefix()
-    );
     loop {
         let left: u64 = redis::cmd("XLEN")
             .arg(&stream)
@@ -259,13 +273,16 @@ async fn drain_redis(cli: &Cli, workers: usize) -> Result<f64, Error> {
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
-    let rate = cli.tasks as f64 / started.elapsed().as_secs_f64();
+    let elapsed = started.elapsed().as_secs_f64();
+    let redis_share =
+        (redis_cpu(&mut redis).await? - cpu_before) / cpu_clock.elapsed().as_secs_f64();
+    let rate = cli.tasks as f64 / elapsed;
     all_completed(&backend, &ids).await?;
     for child in &mut children {
         child.start_kill()?;
         let _ = child.wait().await;
     }
-    Ok(rate)
+    Ok((rate, redis_share))
 }
 
 /// The same drain on the memory engine, with `workers` `Worker`s in this process.
@@ -325,12 +342,18 @@ async fn main() -> Result<(), Error> {
         let (p50, p99) = gets(&backend, &ids, cli.gets).await?;
         println!("{engine}: get p50 {p50:?} p99 {p99:?}");
         for &workers in &cli.workers {
-            let rate = if engine == "redis" {
-                drain_redis(&cli, workers).await?
+            if engine == "redis" {
+                let (rate, share) = drain_redis(&cli, workers).await?;
+                println!(
+                    "{engine}: drain with {workers} worker process(es): {rate:.0} completed/s (Redis busy {:.0} % of a core)",
+                    share * 100.0
+                );
             } else {
-                drain_memory(&cli, workers).await?
-            };
-            println!("{engine}: drain with {workers} worker(s): {rate:.0} completed/s");
+                let rate = drain_memory(&cli, workers).await?;
+                println!(
+                    "{engine}: drain with {workers} in-process worker(s): {rate:.0} completed/s"
+                );
+            }
         }
     }
     Ok(())
