@@ -267,7 +267,9 @@ impl RedisBackend {
     async fn run(&self, script: &redis::Script, args: &[&str]) -> Result<Value, BackendError> {
         for attempt in 0..2 {
             let mut invocation = script.prepare_invoke();
-            invocation.arg(&self.prefix);
+            // Every script names the queue's stream as its key: under Redis Cluster that
+            // routes it to the node of the queue's slot, where all its keys live.
+            invocation.key(&self.queue_key).arg(&self.prefix);
             for arg in args {
                 invocation.arg(*arg);
             }
