@@ -49,6 +49,14 @@ impl std::fmt::Debug for Connected {
 }
 
 /// Why the configured backend could not be had.
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use mcp_tasks::{ConnectError, TasksConfig, connect};
+/// let error = connect(&TasksConfig::default().with_url("nats://q")).await.unwrap_err();
+/// assert!(matches!(error, ConnectError::Unsupported { .. }));
+/// # });
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
     /// The URL names no backend this crate has.

@@ -14,11 +14,21 @@ use chacha20poly1305::{
 };
 
 /// What every sealed value starts with.
+///
+/// ```
+/// let sealed = mcp_tasks::sealing::Sealer::new(&[0; 32]).seal(b"{}", "t");
+/// assert!(sealed.starts_with(mcp_tasks::sealing::SEALED_PREFIX));
+/// ```
 pub const SEALED_PREFIX: &str = "sealed:v1:";
 
 const NONCE_LEN: usize = 12;
 
 /// Why a key could not be read or a value could not be opened.
+///
+/// ```
+/// use mcp_tasks::sealing::{SealError, open_stored};
+/// assert!(matches!(open_stored(None, "sealed:v1:AAAA", "t"), Err(SealError::NoKey)));
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum SealError {
     /// The configured key is not 32 bytes of base64.
@@ -58,6 +68,10 @@ impl std::fmt::Debug for Sealer {
 
 impl Sealer {
     /// A sealer with a 256-bit key.
+    ///
+    /// ```
+    /// let _ = mcp_tasks::sealing::Sealer::new(&[0; 32]);
+    /// ```
     pub fn new(key: &[u8; 32]) -> Self {
         Self {
             cipher: ChaCha20Poly1305::new(Key::from_slice(key)),
@@ -87,7 +101,12 @@ impl Sealer {
         Ok(Self::new(&key))
     }
 
-    /// Seals `plaintext` for task `task`.
+    /// Seals `plaintext` for task `task` (a fresh random nonce each time).
+    ///
+    /// ```
+    /// let sealer = mcp_tasks::sealing::Sealer::new(&[0; 32]);
+    /// assert_ne!(sealer.seal(b"x", "t"), sealer.seal(b"x", "t"));
+    /// ```
     pub fn seal(&self, plaintext: &[u8], task: &str) -> String {
         let mut nonce = [0u8; NONCE_LEN];
         if let Err(error) = getrandom::fill(&mut nonce) {
@@ -112,6 +131,13 @@ impl Sealer {
     }
 
     /// Opens a value [`seal`](Self::seal)ed for task `task`.
+    ///
+    /// ```
+    /// let sealer = mcp_tasks::sealing::Sealer::new(&[0; 32]);
+    /// let sealed = sealer.seal(b"x", "t");
+    /// assert_eq!(sealer.open(&sealed, "t").unwrap(), b"x");
+    /// assert!(sealer.open("sealed:v1:AAAA", "t").is_err());
+    /// ```
     pub fn open(&self, sealed: &str, task: &str) -> Result<Vec<u8>, SealError> {
         let body = sealed
             .strip_prefix(SEALED_PREFIX)

@@ -162,6 +162,12 @@ impl Worker {
     }
 
     /// [`run`](Self::run)s until the process gets SIGINT (Ctrl-C) or, on Unix, SIGTERM.
+    ///
+    /// ```no_run
+    /// # async fn demo(worker: mcp_tasks::Worker) {
+    /// worker.run_until_signal().await;
+    /// # }
+    /// ```
     pub async fn run_until_signal(self) {
         let shutdown = CancellationToken::new();
         let trigger = shutdown.clone();
@@ -176,6 +182,15 @@ impl Worker {
     /// Claims and runs tasks until `shutdown` fires. Then it stops claiming, lets the runs
     /// in flight finish within the [grace period](Self::with_grace) (heartbeats go on), and
     /// stops the rest: their leases lapse and the backend's recovery policy applies.
+    ///
+    /// ```no_run
+    /// # async fn demo(worker: mcp_tasks::Worker) {
+    /// let shutdown = tokio_util::sync::CancellationToken::new();
+    /// let running = tokio::spawn(worker.run(shutdown.clone()));
+    /// shutdown.cancel(); // stop claiming; runs in flight get the grace period
+    /// running.await.unwrap();
+    /// # }
+    /// ```
     pub async fn run(self, shutdown: CancellationToken) {
         let running: Running = Arc::default();
         let permits = Arc::new(Semaphore::new(self.concurrency));

@@ -28,6 +28,10 @@ use std::{
 };
 
 /// How to get Redis, for failure messages.
+///
+/// ```
+/// assert!(test_helpers::redis::HOW_TO_GET_REDIS.contains("apt-get install -y redis-server"));
+/// ```
 pub const HOW_TO_GET_REDIS: &str = "the Redis suites need a Redis: install redis-server \
      (Debian/Ubuntu: `sudo apt-get install -y redis-server`; macOS: `brew install redis`) so \
      that `redis-server` is on PATH, or point MCP_TEST_REDIS_URL at a disposable Redis \
@@ -35,6 +39,12 @@ pub const HOW_TO_GET_REDIS: &str = "the Redis suites need a Redis: install redis
 
 /// A Redis for tests: started here (and stopped on drop), or the one `MCP_TEST_REDIS_URL`
 /// names.
+///
+/// ```no_run
+/// let own = test_helpers::redis::RedisServer::start();
+/// let url = own.queue_url("mine");
+/// drop(own); // stops the server this call started
+/// ```
 #[derive(Debug)]
 pub struct RedisServer {
     url: String,
@@ -48,6 +58,11 @@ impl RedisServer {
     /// The Redis of this test process, started on first use: every test of a binary shares
     /// it, each on its own [queue](Self::queue_url). It is stopped when the process exits.
     /// Panics (with [`HOW_TO_GET_REDIS`]) when there is none to be had.
+    ///
+    /// ```no_run
+    /// let redis = test_helpers::redis::RedisServer::shared();
+    /// # let _ = redis;
+    /// ```
     pub fn shared() -> &'static RedisServer {
         SHARED.get_or_init(Self::start)
     }
@@ -123,6 +138,11 @@ impl RedisServer {
     }
 
     /// The server's URL (`redis://127.0.0.1:<port>/0`, or `MCP_TEST_REDIS_URL`).
+    ///
+    /// ```no_run
+    /// let url = test_helpers::redis::RedisServer::shared().url();
+    /// assert!(url.starts_with("redis://"));
+    /// ```
     pub fn url(&self) -> &str {
         &self.url
     }

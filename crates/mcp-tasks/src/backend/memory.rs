@@ -32,6 +32,10 @@ use super::{
 use crate::ids;
 
 /// How long a claim is valid without a heartbeat, unless configured.
+///
+/// ```
+/// assert_eq!(mcp_tasks::backend::memory::DEFAULT_LEASE.as_secs(), 30);
+/// ```
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 /// The longest the sweeper sleeps when nothing is due.
 const IDLE_SWEEP: Duration = Duration::from_secs(1);

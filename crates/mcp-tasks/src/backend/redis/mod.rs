@@ -48,6 +48,10 @@ use crate::{ids, sealing};
 use reply::{corrupt, int, items, pairs, text, uint};
 
 /// The message of a task failed because its worker was lost.
+///
+/// ```
+/// assert!(mcp_tasks::backend::redis::LOST_WORKER_MESSAGE.contains("lost"));
+/// ```
 pub const LOST_WORKER_MESSAGE: &str = "the worker running this task was lost";
 
 /// How long to wait for a script's answer before calling Redis unavailable.
@@ -57,6 +61,14 @@ const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
 const RECOVER_BATCH: usize = 256;
 
 /// Why a Redis backend could not be set up.
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use mcp_tasks::backend::redis::{RedisBackend, RedisBackendError};
+/// let error = RedisBackend::connect("http://not-redis").await.err().unwrap();
+/// assert!(matches!(error, RedisBackendError::BadUrl { .. }));
+/// # });
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum RedisBackendError {
     /// The URL is not a usable Redis task backend URL.

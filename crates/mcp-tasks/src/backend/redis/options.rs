@@ -6,6 +6,10 @@ use std::time::Duration;
 use super::RedisBackendError;
 
 /// The lease a claim holds without a heartbeat, unless configured.
+///
+/// ```
+/// assert_eq!(mcp_tasks::backend::redis::DEFAULT_LEASE.as_secs(), 30);
+/// ```
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 
 /// How a [`RedisBackend`](super::RedisBackend) names its keys and leases its work.
