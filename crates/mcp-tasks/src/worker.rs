@@ -78,7 +78,7 @@ impl Worker {
     /// A worker-only process's worker: connects the backend `config` names, takes its
     /// concurrency, heartbeats every third of the backend's lease, recovers lapsed leases
     /// itself (so a fleet without embedded workers still does), and gives runs in flight
-    /// 30 s to finish when shut down.
+    /// 30 s to finish when shut down (then hands them back).
     ///
     /// ```no_run
     /// # async fn run(root: mcp_core::Server) -> Result<(), mcp_tasks::ConnectError> {
@@ -122,9 +122,9 @@ impl Worker {
         self
     }
 
-    /// How long runs in flight may go on after shutdown before they are stopped (their
-    /// leases then lapse and the backend's recovery policy applies: idempotent tools run
-    /// again elsewhere, others fail for a lost worker). Default: none.
+    /// How long runs in flight may go on after shutdown before they are stopped and handed
+    /// back ([`TaskBackend::hand_back`]: idempotent tools run again elsewhere, others fail
+    /// for a lost worker). Default: none.
     ///
     /// ```
     /// # let root = mcp_core::Server::new("r");
@@ -181,7 +181,7 @@ impl Worker {
 
     /// Claims and runs tasks until `shutdown` fires. Then it stops claiming, lets the runs
     /// in flight finish within the [grace period](Self::with_grace) (heartbeats go on), and
-    /// stops the rest: their leases lapse and the backend's recovery policy applies.
+    /// stops the rest and hands them back: the backend's lost-worker policy applies at once.
     ///
     /// ```no_run
     /// # async fn demo(worker: mcp_tasks::Worker) {
@@ -257,16 +257,22 @@ impl Worker {
         .await
         .is_ok();
         if !drained {
-            let left = lock(&running).len();
+            let left: Vec<(Lease, CancellationToken)> = lock(&running).values().cloned().collect();
             tracing::warn!(
-                left,
-                "stopping runs still in flight after the grace period; their leases will lapse"
+                left = left.len(),
+                "stopping runs still in flight after the grace period and handing them back"
             );
-            for (_, token) in lock(&running).values() {
+            for (_, token) in &left {
                 token.cancel();
             }
             jobs.abort_all();
             while jobs.join_next().await.is_some() {}
+            // Stopped here, so handing back cannot race a result of ours.
+            for (lease, _) in &left {
+                if let Err(error) = self.backend.hand_back(lease).await {
+                    tracing::warn!(task = %lease.task, %error, "handing a run back failed; its lease will lapse");
+                }
+            }
         }
         stopped.cancel();
         let _ = watcher.await;

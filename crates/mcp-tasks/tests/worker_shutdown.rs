@@ -1,6 +1,6 @@
 //! A worker's graceful shutdown: it stops claiming at once, lets the runs in flight finish
 //! within its grace period (heartbeats go on), and only then returns; runs still going after
-//! the grace period are stopped and left to the backend's recovery policy.
+//! the grace period are stopped and handed back (the lost-worker policy applies at once).
 
 use std::{sync::Arc, time::Duration};
 
@@ -108,7 +108,7 @@ async fn shutdown_stops_claiming_and_lets_runs_in_flight_finish() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn runs_still_going_after_the_grace_period_are_stopped() {
+async fn runs_still_going_after_the_grace_period_are_handed_back() {
     let backend = Arc::new(MemoryBackend::new());
     let (started, gate) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
     let worker = Worker::new(
@@ -124,6 +124,15 @@ async fn runs_still_going_after_the_grace_period_are_stopped() {
     running
         .await
         .expect("the worker returns after its grace period");
-    // Nothing recorded: the lease will lapse and the recovery policy decides.
-    assert_eq!(status(&backend, &id).await, TaskStatus::Working);
+    // Handed back at once (not after the 30 s lease): one attempt only, so it failed.
+    let view = backend
+        .get(&Owner::of(None), &id)
+        .await
+        .expect("get")
+        .expect("the task");
+    assert_eq!(view.status, TaskStatus::Failed);
+    assert_eq!(
+        view.status_message.as_deref(),
+        Some("the worker running this task was lost")
+    );
 }

@@ -421,10 +421,20 @@ impl RedisBackend {
     }
 
     async fn write(&self, lease: &Lease, args: &[&str]) -> Result<WriteAck, BackendError> {
+        self.leased(&self.scripts.write, lease, args).await
+    }
+
+    /// Runs a worker-side script for `lease` (task, worker, fence, then `args`).
+    async fn leased(
+        &self,
+        script: &redis::Script,
+        lease: &Lease,
+        args: &[&str],
+    ) -> Result<WriteAck, BackendError> {
         let fence = lease.fence.to_string();
         let mut all: Vec<&str> = vec![&lease.task, &lease.worker.0, &fence];
         all.extend_from_slice(args);
-        let reply = self.run(&self.scripts.write, &all).await?;
+        let reply = self.run(script, &all).await?;
         match text(&reply).as_deref() {
             Some("R") => Ok(WriteAck::Recorded),
             Some("T") => Ok(WriteAck::Terminal),
@@ -659,6 +669,16 @@ impl TaskBackend for RedisBackend {
             args.push(request);
         }
         self.write(lease, &args).await
+    }
+
+    async fn hand_back(&self, lease: &Lease) -> Result<WriteAck, BackendError> {
+        let error = to_json(&lost_worker_error());
+        self.leased(
+            &self.scripts.handback,
+            lease,
+            &[&error, LOST_WORKER_MESSAGE],
+        )
+        .await
     }
 
     async fn expire(&self) -> Result<Duration, BackendError> {

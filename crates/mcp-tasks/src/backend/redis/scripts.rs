@@ -16,6 +16,7 @@ pub(super) struct Scripts {
     pub write: Script,
     pub deliver: Script,
     pub recover: Script,
+    pub handback: Script,
 }
 
 fn script(body: &str) -> Script {
@@ -34,6 +35,7 @@ impl Scripts {
             write: script(include_str!("lua/write.lua")),
             deliver: script(include_str!("lua/deliver.lua")),
             recover: script(include_str!("lua/recover.lua")),
+            handback: script(include_str!("lua/handback.lua")),
         }
     }
 }
