@@ -5,16 +5,21 @@
 //! cargo run --example demo                          # stdio (the default)
 //! cargo run --example demo -- --stdio
 //! cargo run --example demo -- --http 127.0.0.1:8000 # Streamable HTTP at /mcp
+//! # Several processes on one Redis (build with `--features redis`):
+//! cargo run --features redis --example demo -- --http 127.0.0.1:8000 --tasks-url redis://127.0.0.1:6379/0 --no-worker
+//! cargo run --features redis --example demo -- worker --tasks-url redis://127.0.0.1:6379/0
 //! ```
 //!
 //! | tool | what | task |
 //! |---|---|---|
 //! | `add(a, b)` | `a + b` | forbidden |
 //! | `parent_tool(value)` | `value * 10` | optional |
-//! | `sleep_task(seconds)` | sleeps (at most 60 s, cancellable), then `"slept <seconds>"` | optional |
+//! | `sleep_task(seconds)` | sleeps (at most 60 s, cancellable; a cancellation is recorded in `MCP_DEMO_LEDGER`), then `"slept <seconds>"` | optional |
 //! | `required_task(value)` | `value + 1` | required |
 //! | `child_multiply(a, b)` | `a * b`, on the mounted child | optional |
 //! | `child_echo(message)` | `message`, on the mounted child | forbidden |
+//! | `count_task(key, millis)` | waits `millis`, records a run of `key` in `MCP_DEMO_LEDGER`, `"counted <key>"`; idempotent | optional |
+//! | `confirm_task(value)` | asks the client to confirm (one input round), then `value * 2` | optional |
 //! | `ask_name()` | asks the user's name (an input round), then `"Hello, <name>!"` | optional |
 //!
 //! | resource, template or prompt | what |
@@ -31,11 +36,11 @@
 
 use std::{net::SocketAddr, time::Duration};
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use mcpkit::{
     Args, Context, HttpConfig, HttpServer, InputRequired, Json, LogLevel, Outcome, PromptDef,
     ResourceDef, Server, ServerError, ToolDef, ToolError,
-    tasks::TasksExtension,
+    tasks::{TasksConfig, TasksExtension, Worker},
     types::{InputRequest, TaskSupport},
 };
 use serde::Deserialize;
@@ -49,6 +54,24 @@ struct Cli {
     /// Serve Streamable HTTP on this address, at /mcp (port 0 picks a free port).
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
+    /// Where tasks live: memory:// (default) or redis://host:port/db (overrides MCP_TASKS_URL).
+    #[arg(long, value_name = "URL", global = true)]
+    tasks_url: Option<String>,
+    /// Serve without an embedded worker: tasks run in `worker` processes.
+    #[arg(long)]
+    no_worker: bool,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run tasks of the demo's tools from the queue --tasks-url names, serving no client.
+    Worker {
+        /// How many tasks to run at once (overrides MCP_TASKS_CONCURRENCY).
+        #[arg(long)]
+        concurrency: Option<usize>,
+    },
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -123,6 +146,7 @@ async fn sleep_task(
     // As a task this becomes the task's statusMessage; otherwise a progress notification.
     cx.report_progress(0.0, Some(capped), Some("sleeping".into()))
         .await;
+    let _watch = watch_cancellation(&cx, format!("cancelled sleep_task {seconds}"));
     tokio::select! {
         () = tokio::time::sleep(Duration::from_secs_f64(capped)) => Ok(format!("slept {seconds}")),
         () = cx.cancellation().cancelled() => Err(ToolError::new("cancelled")),
@@ -196,7 +220,7 @@ async fn greet(Args(Greeting { name, style }): Args<Greeting>) -> String {
 /// The demo tree, with the tasks extension on the root. Task modes: `parent_tool`,
 /// `sleep_task` and `child_multiply` optional; `required_task` required; `add` and
 /// `child_echo` forbidden.
-fn demo_server() -> Result<Server, ServerError> {
+fn demo_server(config: TasksConfig) -> Result<Server, ServerError> {
     let child = Server::new("child");
     child.add_tool(
         ToolDef::new("multiply", multiply)
@@ -244,7 +268,8 @@ fn demo_server() -> Result<Server, ServerError> {
             .mime_type("text/markdown"),
     )?;
     parent.mount(&child, "child")?;
-    parent.add_extension(TasksExtension::new())?;
+    add_distributed_demo_tools(&parent)?;
+    parent.add_extension(TasksExtension::with_config(config))?;
     Ok(parent)
 }
 
@@ -260,7 +285,27 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .init();
 
     let cli = Cli::parse();
-    let server = demo_server()?;
+    let mut config = TasksConfig::from_env();
+    if let Some(url) = &cli.tasks_url {
+        config = config.with_url(url.clone());
+    }
+    if cli.no_worker {
+        config = config.with_embedded_worker(false);
+    }
+    if let Some(Command::Worker { concurrency }) = cli.command {
+        if let Some(concurrency) = concurrency {
+            config = config.with_concurrency(concurrency);
+        }
+        let worker = Worker::from_config(demo_server(config.clone())?, &config).await?;
+        eprintln!(
+            "worker {} running tasks from {}",
+            worker.id().as_str(),
+            config.url
+        );
+        worker.run_until_signal().await;
+        return Ok(());
+    }
+    let server = demo_server(config)?;
     match cli.http {
         Some(addr) => {
             let http = HttpServer::bind(server, addr, HttpConfig::new()).await?;
@@ -272,5 +317,128 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         None => server.serve_stdio().await?,
     }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tools for the distributed (Redis) demo and its multi-process tests: an idempotent tool that
+// records its runs, and a tool with one input round.
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct Count {
+    /// What to count a run of.
+    key: String,
+    /// How long the run takes, in milliseconds (at most 60 000).
+    #[serde(default)]
+    millis: u64,
+}
+
+/// Appends `line` to the file `MCP_DEMO_LEDGER` names, if any (one short `O_APPEND` write:
+/// atomic whatever other processes write). `false` when it could not be written.
+fn record_in_ledger(line: &str) -> bool {
+    use std::io::Write as _;
+    let Ok(path) = std::env::var("MCP_DEMO_LEDGER") else {
+        return true;
+    };
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut ledger| ledger.write_all(format!("{line}\n").as_bytes()))
+        .is_ok()
+}
+
+/// Records `line` in the ledger if the run's cancellation token fires while the returned
+/// guard lives. The watch outlives the tool's future (a worker drops the future of a
+/// cancelled run), so it shows the token firing even then.
+fn watch_cancellation(cx: &Context, line: String) -> tokio::sync::oneshot::Sender<()> {
+    let (alive, ended) = tokio::sync::oneshot::channel::<()>();
+    let token = cx.cancellation().clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            biased;
+            () = token.cancelled() => {
+                record_in_ledger(&line);
+            }
+            _ = ended => {
+                // The run ended; a cancel that fired just before the guard dropped still counts.
+                if token.is_cancelled() {
+                    record_in_ledger(&line);
+                }
+            }
+        }
+    });
+    alive
+}
+
+/// Waits `millis` (cancellable), appends `<key>\n` to the file `MCP_DEMO_LEDGER` names (if
+/// any), and answers `"counted <key>"`. Declared idempotent, so a run lost with its worker is
+/// started again elsewhere.
+async fn count_task(
+    cx: Context,
+    Args(Count { key, millis }): Args<Count>,
+) -> Result<String, ToolError> {
+    tokio::select! {
+        () = tokio::time::sleep(Duration::from_millis(millis.min(60_000))) => {}
+        () = cx.cancellation().cancelled() => return Err(ToolError::new("cancelled")),
+    }
+    if !record_in_ledger(&key) {
+        return Err(ToolError::new("cannot write the ledger (MCP_DEMO_LEDGER)"));
+    }
+    Ok(format!("counted {key}"))
+}
+
+/// Asks the client to confirm (`{"ok": "yes"}`), then answers `value * 2`.
+async fn confirm_task(
+    cx: Context,
+    Args(Value { value }): Args<Value>,
+) -> Result<mcpkit::Outcome<i64>, ToolError> {
+    let confirmed = cx
+        .input_responses()
+        .and_then(|answers| answers.get("confirm").cloned())
+        .and_then(|answer| {
+            answer
+                .get("content")?
+                .get("ok")?
+                .as_str()
+                .map(str::to_owned)
+        });
+    match confirmed {
+        Some(_) => Ok(mcpkit::Outcome::Done(
+            value.checked_mul(2).ok_or_else(overflow)?,
+        )),
+        None => {
+            let request = serde_json::from_value(serde_json::json!({
+                "method": "elicitation/create",
+                "params": {
+                    "mode": "form",
+                    "message": format!("Double {value}?"),
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {"ok": {"type": "string"}},
+                        "required": ["ok"]
+                    }
+                }
+            }))
+            .map_err(|e| ToolError::new(format!("building the input request: {e}")))?;
+            Ok(mcpkit::Outcome::InputRequired(
+                mcpkit::InputRequired::new().request("confirm", request),
+            ))
+        }
+    }
+}
+
+fn add_distributed_demo_tools(parent: &Server) -> Result<(), ServerError> {
+    parent.add_tool(
+        ToolDef::new("count_task", count_task)
+            .description("Records a run of `key` (idempotent)")
+            .annotations(mcpkit::types::ToolAnnotations::new().idempotent(true))
+            .task(true),
+    )?;
+    parent.add_tool(
+        ToolDef::new("confirm_task", confirm_task)
+            .description("Asks for confirmation, then doubles the value")
+            .task(true),
+    )?;
     Ok(())
 }

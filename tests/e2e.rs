@@ -12,11 +12,13 @@ use test_helpers::{
     wire::{WireLog, record_http, spawn_stdio},
 };
 
-const EXPECTED_TOOLS: [&str; 7] = [
+const EXPECTED_TOOLS: [&str; 9] = [
     "add",
     "ask_name",
     "child_echo",
     "child_multiply",
+    "confirm_task",
+    "count_task",
     "parent_tool",
     "required_task",
     "sleep_task",

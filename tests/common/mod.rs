@@ -28,9 +28,54 @@ pub struct DemoHttp {
     _child: tokio::process::Child,
 }
 
+#[allow(dead_code)]
 pub async fn spawn_demo_http() -> DemoHttp {
+    spawn_demo_http_with(&[], &[]).await
+}
+
+/// The demo serving Streamable HTTP on a free port with extra `args` and environment `envs`.
+#[allow(dead_code)]
+pub async fn spawn_demo_http_with(args: &[&str], envs: &[(&str, &str)]) -> DemoHttp {
+    let mut all = vec!["--http", "127.0.0.1:0"];
+    all.extend_from_slice(args);
+    let (child, url) = spawn_demo(&all, envs, |line| {
+        line.strip_prefix("listening on ")
+            .map(|url| url.trim().to_owned())
+    })
+    .await;
+    DemoHttp { url, _child: child }
+}
+
+/// A `demo worker` process (killed when dropped).
+#[allow(dead_code)]
+pub struct DemoWorker {
+    pub child: tokio::process::Child,
+}
+
+/// Starts `demo worker` with extra `args` and environment `envs`, and returns once it says
+/// it runs (connected, subscribed).
+#[allow(dead_code)]
+pub async fn spawn_demo_worker(args: &[&str], envs: &[(&str, &str)]) -> DemoWorker {
+    let mut all = vec!["worker"];
+    all.extend_from_slice(args);
+    let (child, _) = spawn_demo(&all, envs, |line| {
+        (line.starts_with("worker ") && line.contains(" running tasks from ")).then(String::new)
+    })
+    .await;
+    DemoWorker { child }
+}
+
+/// Starts the demo with `args` and `envs` and reads its stderr until `ready` recognises a
+/// line; returns the child and what `ready` took from that line. The rest of stderr is
+/// drained, so the child never blocks on a full pipe.
+async fn spawn_demo(
+    args: &[&str],
+    envs: &[(&str, &str)],
+    ready: impl Fn(&str) -> Option<String>,
+) -> (tokio::process::Child, String) {
     let mut child = tokio::process::Command::new(demo_binary())
-        .args(["--http", "127.0.0.1:0"])
+        .args(args)
+        .envs(envs.iter().copied())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true)
@@ -38,17 +83,16 @@ pub async fn spawn_demo_http() -> DemoHttp {
         .expect("spawn the demo");
     let stderr = child.stderr.take().expect("piped stderr");
     let mut lines = BufReader::new(stderr).lines();
-    let url = loop {
+    let taken = loop {
         let line = lines
             .next_line()
             .await
             .expect("read the demo's stderr")
-            .expect("the demo exited before printing its URL");
-        if let Some(url) = line.strip_prefix("listening on ") {
-            break url.trim().to_owned();
+            .unwrap_or_else(|| panic!("the demo ({args:?}) exited before it was ready"));
+        if let Some(taken) = ready(&line) {
+            break taken;
         }
     };
-    // Keep draining stderr so the child never blocks on a full pipe.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    DemoHttp { url, _child: child }
+    (child, taken)
 }

@@ -11,6 +11,12 @@ use std::time::Duration;
 /// | worker concurrency | `MCP_TASKS_CONCURRENCY` | 10 |
 /// | task TTL | `MCP_TASKS_TTL_MS` | 900 000 ms (C37) |
 /// | default poll interval | `MCP_TASKS_POLL_INTERVAL_MS` | 5 000 ms (C38) |
+/// | run an embedded worker | `MCP_TASKS_EMBEDDED_WORKER` (`0`/`false` turns it off) | on |
+/// | key sealing stored credentials | `MCP_TASKS_CREDENTIALS_KEY` (32 bytes, base64) | none |
+///
+/// The URL is `memory://` (this process only) or, with the `redis` feature,
+/// `redis://[:password@]host[:port][/db][?queue=<name>&lease_ms=<ms>]` (shared by every
+/// server and worker process on the same queue).
 ///
 /// ```
 /// let config = mcp_tasks::TasksConfig::default().with_concurrency(4);
@@ -19,8 +25,13 @@ use std::time::Duration;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TasksConfig {
-    /// Where tasks live: `memory://` (embedded, the default).
+    /// Where tasks live: `memory://` (embedded, the default) or `redis://…`.
     pub url: String,
+    /// Whether the server runs tasks itself (an embedded worker). Turn it off for API-only
+    /// replicas whose tasks run in worker processes.
+    pub embedded_worker: bool,
+    /// The key that seals the caller's identity stored with each task (Redis backend).
+    pub credentials_key: Option<CredentialsKey>,
     /// How many task runs the embedded worker runs at once.
     pub concurrency: usize,
     /// How long a task is kept from creation (`ttlMs`).
@@ -33,6 +44,8 @@ impl Default for TasksConfig {
     fn default() -> Self {
         Self {
             url: "memory://".to_owned(),
+            embedded_worker: true,
+            credentials_key: None,
             concurrency: 10,
             ttl: Duration::from_millis(900_000),
             poll_interval: Duration::from_millis(5_000),
@@ -65,6 +78,14 @@ impl TasksConfig {
         {
             config.url = url.trim().to_owned();
         }
+        if let Ok(flag) = std::env::var("MCP_TASKS_EMBEDDED_WORKER") {
+            config.embedded_worker = !matches!(flag.trim(), "0" | "false" | "no" | "off");
+        }
+        if let Ok(key) = std::env::var("MCP_TASKS_CREDENTIALS_KEY")
+            && !key.trim().is_empty()
+        {
+            config.credentials_key = Some(CredentialsKey(key.trim().to_owned()));
+        }
         if let Some(concurrency) = env_number("MCP_TASKS_CONCURRENCY") {
             config.concurrency = usize::try_from(concurrency).unwrap_or(usize::MAX).max(1);
         }
@@ -84,6 +105,29 @@ impl TasksConfig {
     /// ```
     pub fn with_url(mut self, url: impl Into<String>) -> Self {
         self.url = url.into();
+        self
+    }
+
+    /// Turns the embedded worker on or off.
+    ///
+    /// ```
+    /// assert!(!mcp_tasks::TasksConfig::default().with_embedded_worker(false).embedded_worker);
+    /// ```
+    pub fn with_embedded_worker(mut self, on: bool) -> Self {
+        self.embedded_worker = on;
+        self
+    }
+
+    /// Sets the key sealing stored credentials: 32 bytes, base64.
+    ///
+    /// ```
+    /// let config = mcp_tasks::TasksConfig::default()
+    ///     .with_credentials_key("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=");
+    /// assert!(config.credentials_key.is_some());
+    /// assert!(!format!("{config:?}").contains("AAAA"), "never printed");
+    /// ```
+    pub fn with_credentials_key(mut self, key: impl Into<String>) -> Self {
+        self.credentials_key = Some(CredentialsKey(key.into()));
         self
     }
 
@@ -117,5 +161,27 @@ impl TasksConfig {
         // `pollIntervalMs` is a positive integer (R19).
         self.poll_interval = poll_interval.max(Duration::from_millis(1));
         self
+    }
+}
+
+/// A key for sealing stored credentials, as configured (base64). Never printed.
+///
+/// ```
+/// let config = mcp_tasks::TasksConfig::default().with_credentials_key("c2VjcmV0");
+/// assert_eq!(config.credentials_key.unwrap().expose(), "c2VjcmV0");
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct CredentialsKey(String);
+
+impl CredentialsKey {
+    /// The configured text (base64 of 32 bytes, once validated by the backend).
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for CredentialsKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CredentialsKey(***)")
     }
 }

@@ -1,9 +1,6 @@
 //! [`TasksExtension`]: SEP-2663 on an `mcp-core` server.
 
-use std::{
-    sync::{Arc, Mutex, PoisonError},
-    time::Duration,
-};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use mcp_core::{BoxError, CallTool, Context, Era, Extension, Server, ToolCallNext, ToolInfo};
@@ -17,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     Engine, TaskSnapshot, TasksConfig, Worker,
-    backend::{NewTask, Owner, TaskBackend, TaskView, memory::MemoryBackend},
+    backend::{NewTask, Owner, TaskBackend, TaskView},
     ids,
 };
 
@@ -169,19 +166,14 @@ impl TasksExtension {
         self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn make_backend(&self) -> Result<Arc<dyn TaskBackend>, BoxError> {
+    async fn make_backend(&self) -> Result<crate::Connected, BoxError> {
         if let Some(backend) = &self.backend {
-            return Ok(Arc::clone(backend));
+            return Ok(crate::Connected {
+                backend: Arc::clone(backend),
+                lease: crate::backend::memory::DEFAULT_LEASE,
+            });
         }
-        let url = self.config.url.as_str();
-        if url == "memory://" || url.starts_with("memory://") {
-            Ok(Arc::new(MemoryBackend::new()))
-        } else {
-            Err(
-                format!("unsupported task backend URL {url:?}: this build supports memory://")
-                    .into(),
-            )
-        }
+        Ok(crate::connect(&self.config).await?)
     }
 
     /// The decision for one `tools/call` (C04–C08, R3–R5, R8, R9): `None` runs it
@@ -353,31 +345,6 @@ impl TasksExtension {
     }
 }
 
-/// Runs the backend's expiry until `shutdown`.
-async fn sweep(backend: Arc<dyn TaskBackend>, shutdown: CancellationToken) {
-    let wakeup = backend.sweeper_wakeup();
-    loop {
-        let next = match backend.expire().await {
-            Ok(next) => next,
-            Err(error) => {
-                tracing::warn!(%error, "expiring tasks failed");
-                Duration::from_secs(1)
-            }
-        };
-        let woken = async {
-            match &wakeup {
-                Some(notify) => notify.notified().await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            () = shutdown.cancelled() => return,
-            () = tokio::time::sleep(next) => {}
-            () = woken => {}
-        }
-    }
-}
-
 #[async_trait]
 impl Extension for TasksExtension {
     fn id(&self) -> &str {
@@ -435,14 +402,19 @@ impl Extension for TasksExtension {
     }
 
     async fn on_start(&self, server: &Server) -> Result<(), BoxError> {
-        let backend = self.make_backend()?;
+        let connected = self.make_backend().await?;
+        let backend = Arc::clone(&connected.backend);
         let shutdown = CancellationToken::new();
-        let worker = Worker::new(server.clone(), Arc::clone(&backend))
-            .with_concurrency(self.config.concurrency);
-        let tasks = vec![
-            tokio::spawn(worker.run(shutdown.clone())),
-            tokio::spawn(sweep(Arc::clone(&backend), shutdown.clone())),
-        ];
+        let mut tasks = vec![tokio::spawn(crate::worker::sweep(
+            Arc::clone(&backend),
+            shutdown.clone(),
+        ))];
+        if self.config.embedded_worker {
+            let worker = Worker::new(server.clone(), Arc::clone(&backend))
+                .with_concurrency(self.config.concurrency)
+                .with_heartbeat(connected.heartbeat());
+            tasks.push(tokio::spawn(worker.run(shutdown.clone())));
+        }
         *self.lock() = Some(RunningEngine {
             engine: Engine {
                 backend,

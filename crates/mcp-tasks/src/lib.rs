@@ -30,23 +30,29 @@
 //! | module | holds |
 //! |---|---|
 //! | [`extension`] | [`TasksExtension`]: the interceptor, `tasks/*`, the engine's lifecycle |
-//! | [`backend`] | [`TaskBackend`](backend::TaskBackend), and [`MemoryBackend`](backend::memory::MemoryBackend) |
+//! | [`backend`] | [`TaskBackend`](backend::TaskBackend), [`MemoryBackend`](backend::memory::MemoryBackend), and (feature `redis`) `RedisBackend` |
 //! | [`worker`] | [`Worker`]: claims runs and runs tools on their owning server |
 //! | [`owner`] | [`resolve_owning_server`] and the [`TaskSnapshot`] it reads |
 //! | [`engine`] | [`Engine`]: the running engine, also a tool extractor |
 //! | [`config`] | [`TasksConfig`], from code and `MCP_TASKS_*` |
+//! | [`connect`](mod@connect) | [`connect()`]: the backend a URL names (`memory://`, `redis://`) |
+//! | `sealing` | (feature `redis`) `Sealer`: stored credentials encrypted at rest |
 
 #![warn(missing_docs)]
 
 pub mod backend;
 pub mod config;
+pub mod connect;
 pub mod engine;
 pub mod extension;
 mod ids;
 pub mod owner;
+#[cfg(feature = "redis")]
+pub mod sealing;
 pub mod worker;
 
 pub use config::TasksConfig;
+pub use connect::{ConnectError, Connected, connect};
 pub use engine::Engine;
 pub use extension::TasksExtension;
 pub use ids::new_task_id;

@@ -31,7 +31,8 @@ const CLAIM_WAIT: Duration = Duration::from_secs(1);
 type Running = Arc<Mutex<HashMap<String, (Lease, CancellationToken)>>>;
 
 /// Runs tasks for a server tree. The tasks extension starts one inside the server
-/// (the embedded worker); a worker-only process runs one on its own.
+/// (the embedded worker); a worker-only process runs one on its own, for the same tree
+/// defined in code, resolving each task's owning mounted child from its snapshot.
 ///
 /// ```no_run
 /// # async fn run(root: mcp_core::Server) {
@@ -41,12 +42,23 @@ type Running = Arc<Mutex<HashMap<String, (Lease, CancellationToken)>>>;
 /// Worker::new(root, Arc::new(MemoryBackend::new())).with_concurrency(4).run(shutdown).await;
 /// # }
 /// ```
+///
+/// A worker-only process, on the backend `MCP_TASKS_URL` names, until SIGINT or SIGTERM:
+///
+/// ```no_run
+/// # async fn run(root: mcp_core::Server) -> Result<(), mcp_tasks::ConnectError> {
+/// use mcp_tasks::{TasksConfig, Worker};
+/// Worker::from_config(root, &TasksConfig::from_env()).await?.run_until_signal().await;
+/// # Ok(()) }
+/// ```
 pub struct Worker {
     root: Server,
     backend: Arc<dyn TaskBackend>,
     id: WorkerId,
     concurrency: usize,
     heartbeat: Duration,
+    grace: Duration,
+    sweeps: bool,
 }
 
 impl Worker {
@@ -58,33 +70,141 @@ impl Worker {
             id: WorkerId::new(),
             concurrency: 10,
             heartbeat: Duration::from_secs(10),
+            grace: Duration::ZERO,
+            sweeps: false,
         }
     }
 
+    /// A worker-only process's worker: connects the backend `config` names, takes its
+    /// concurrency, heartbeats every third of the backend's lease, recovers lapsed leases
+    /// itself (so a fleet without embedded workers still does), and gives runs in flight
+    /// 30 s to finish when shut down (then hands them back).
+    ///
+    /// ```no_run
+    /// # async fn run(root: mcp_core::Server) -> Result<(), mcp_tasks::ConnectError> {
+    /// let config = mcp_tasks::TasksConfig::default().with_url("redis://127.0.0.1/0?queue=demo");
+    /// let worker = mcp_tasks::Worker::from_config(root, &config).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn from_config(
+        root: Server,
+        config: &crate::TasksConfig,
+    ) -> Result<Self, crate::ConnectError> {
+        let connected = crate::connect(config).await?;
+        Ok(Self::new(root, connected.backend.clone())
+            .with_concurrency(config.concurrency)
+            .with_heartbeat(connected.heartbeat())
+            .with_grace(Duration::from_secs(30))
+            .with_sweeper(true))
+    }
+
     /// How many runs at once (at least 1).
+    ///
+    /// ```
+    /// # let root = mcp_core::Server::new("r");
+    /// # let backend = std::sync::Arc::new(mcp_tasks::backend::memory::MemoryBackend::new());
+    /// let worker = mcp_tasks::Worker::new(root, backend).with_concurrency(4);
+    /// ```
     pub fn with_concurrency(mut self, concurrency: usize) -> Self {
         self.concurrency = concurrency.max(1);
         self
     }
 
     /// How often leases are renewed (a third of the backend's lease or less).
+    ///
+    /// ```
+    /// # let root = mcp_core::Server::new("r");
+    /// # let backend = std::sync::Arc::new(mcp_tasks::backend::memory::MemoryBackend::new());
+    /// let worker = mcp_tasks::Worker::new(root, backend).with_heartbeat(std::time::Duration::from_secs(1));
+    /// ```
     pub fn with_heartbeat(mut self, every: Duration) -> Self {
-        self.heartbeat = every;
+        self.heartbeat = every.max(Duration::from_millis(1));
         self
     }
 
-    /// Claims and runs tasks until `shutdown` fires; then stops claiming and drops the runs
-    /// in flight (their leases lapse and the backend's recovery policy applies).
+    /// How long runs in flight may go on after shutdown before they are stopped and handed
+    /// back ([`TaskBackend::hand_back`]: idempotent tools run again elsewhere, others fail
+    /// for a lost worker). Default: none.
+    ///
+    /// ```
+    /// # let root = mcp_core::Server::new("r");
+    /// # let backend = std::sync::Arc::new(mcp_tasks::backend::memory::MemoryBackend::new());
+    /// let worker = mcp_tasks::Worker::new(root, backend).with_grace(std::time::Duration::from_secs(30));
+    /// ```
+    pub fn with_grace(mut self, grace: Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+
+    /// Whether this worker also runs the backend's expiry and lease recovery
+    /// ([`TaskBackend::expire`]). Servers do; a worker-only process should.
+    ///
+    /// ```
+    /// # let root = mcp_core::Server::new("r");
+    /// # let backend = std::sync::Arc::new(mcp_tasks::backend::memory::MemoryBackend::new());
+    /// let worker = mcp_tasks::Worker::new(root, backend).with_sweeper(true);
+    /// ```
+    pub fn with_sweeper(mut self, sweeps: bool) -> Self {
+        self.sweeps = sweeps;
+        self
+    }
+
+    /// This worker's id (the holder its leases name).
+    ///
+    /// ```
+    /// # let root = mcp_core::Server::new("r");
+    /// # let backend = std::sync::Arc::new(mcp_tasks::backend::memory::MemoryBackend::new());
+    /// let worker = mcp_tasks::Worker::new(root, backend);
+    /// assert!(worker.id().as_str().starts_with("worker-"));
+    /// ```
+    pub fn id(&self) -> &WorkerId {
+        &self.id
+    }
+
+    /// [`run`](Self::run)s until the process gets SIGINT (Ctrl-C) or, on Unix, SIGTERM.
+    ///
+    /// ```no_run
+    /// # async fn demo(worker: mcp_tasks::Worker) {
+    /// worker.run_until_signal().await;
+    /// # }
+    /// ```
+    pub async fn run_until_signal(self) {
+        let shutdown = CancellationToken::new();
+        let trigger = shutdown.clone();
+        let signals = tokio::spawn(async move {
+            wait_for_signal().await;
+            trigger.cancel();
+        });
+        self.run(shutdown).await;
+        signals.abort();
+    }
+
+    /// Claims and runs tasks until `shutdown` fires. Then it stops claiming, lets the runs
+    /// in flight finish within the [grace period](Self::with_grace) (heartbeats go on), and
+    /// stops the rest and hands them back: the backend's lost-worker policy applies at once.
+    ///
+    /// ```no_run
+    /// # async fn demo(worker: mcp_tasks::Worker) {
+    /// let shutdown = tokio_util::sync::CancellationToken::new();
+    /// let running = tokio::spawn(worker.run(shutdown.clone()));
+    /// shutdown.cancel(); // stop claiming; runs in flight get the grace period
+    /// running.await.unwrap();
+    /// # }
+    /// ```
     pub async fn run(self, shutdown: CancellationToken) {
         let running: Running = Arc::default();
         let permits = Arc::new(Semaphore::new(self.concurrency));
+        let stopped = CancellationToken::new();
         let watcher = tokio::spawn(watch(
             Arc::clone(&self.backend),
             self.backend.events(&self.id),
             Arc::clone(&running),
             self.heartbeat,
-            shutdown.clone(),
+            stopped.clone(),
         ));
+        let sweeper = self
+            .sweeps
+            .then(|| tokio::spawn(sweep(Arc::clone(&self.backend), stopped.clone())));
         let mut jobs = tokio::task::JoinSet::new();
         loop {
             let first = tokio::select! {
@@ -95,10 +215,9 @@ impl Worker {
                 },
             };
             let free = permits.available_permits() + 1;
-            let claimed = tokio::select! {
-                () = shutdown.cancelled() => break,
-                claimed = self.backend.claim(&self.id, free, CLAIM_WAIT) => claimed,
-            };
+            // Not raced against shutdown: a claim dropped half-way could leave runs claimed
+            // by nobody until their leases lapse. A claim waits at most CLAIM_WAIT.
+            let claimed = self.backend.claim(&self.id, free, CLAIM_WAIT).await;
             let claimed = match claimed {
                 Ok(claimed) => claimed,
                 Err(error) => {
@@ -118,7 +237,7 @@ impl Worker {
                         Err(_) => break,
                     },
                 };
-                let token = shutdown.child_token();
+                let token = CancellationToken::new();
                 lock(&running).insert(run.lease.task.clone(), (run.lease.clone(), token.clone()));
                 let root = self.root.clone();
                 let backend = Arc::clone(&self.backend);
@@ -132,9 +251,83 @@ impl Worker {
             }
             while jobs.try_join_next().is_some() {}
         }
-        jobs.abort_all();
-        while jobs.join_next().await.is_some() {}
-        watcher.abort();
+        let drained = tokio::time::timeout(self.grace, async {
+            while jobs.join_next().await.is_some() {}
+        })
+        .await
+        .is_ok();
+        if !drained {
+            let left: Vec<(Lease, CancellationToken)> = lock(&running).values().cloned().collect();
+            tracing::warn!(
+                left = left.len(),
+                "stopping runs still in flight after the grace period and handing them back"
+            );
+            for (_, token) in &left {
+                token.cancel();
+            }
+            jobs.abort_all();
+            while jobs.join_next().await.is_some() {}
+            // Stopped here, so handing back cannot race a result of ours.
+            for (lease, _) in &left {
+                if let Err(error) = self.backend.hand_back(lease).await {
+                    tracing::warn!(task = %lease.task, %error, "handing a run back failed; its lease will lapse");
+                }
+            }
+        }
+        stopped.cancel();
+        let _ = watcher.await;
+        if let Some(sweeper) = sweeper {
+            let _ = sweeper.await;
+        }
+    }
+}
+
+/// Resolves on SIGINT, or SIGTERM on Unix.
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(term) => term,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot watch SIGTERM; stopping on Ctrl-C only");
+                    let _ = tokio::signal::ctrl_c().await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Runs the backend's expiry and lease recovery until `shutdown`.
+pub(crate) async fn sweep(backend: Arc<dyn TaskBackend>, shutdown: CancellationToken) {
+    let wakeup = backend.sweeper_wakeup();
+    loop {
+        let next = match backend.expire().await {
+            Ok(next) => next,
+            Err(error) => {
+                tracing::warn!(%error, "expiring tasks failed");
+                Duration::from_secs(1)
+            }
+        };
+        let woken = async {
+            match &wakeup {
+                Some(notify) => notify.notified().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(next) => {}
+            () = woken => {}
+        }
     }
 }
 

@@ -240,11 +240,13 @@ macro_rules! __backend_conformance_cases {
                 cancel_of_a_terminal_task_changes_nothing,
                 expire_when_idle_asks_again_within_a_second,
                 changes_report_every_state_change,
+                a_run_handed_back_follows_the_lost_worker_policy_at_once,
             ],
             race: [
                 concurrent_claims_never_share_a_run,
                 a_replayed_last_answer_resumes_exactly_once,
                 input_racing_cancel_never_runs_after_the_cancel,
+                complete_racing_cancel_records_one_outcome,
             ],
             clock: [
                 claim_without_work_returns_empty_after_its_wait,
@@ -1745,6 +1747,52 @@ pub async fn input_racing_cancel_never_runs_after_the_cancel<B: TaskBackend>(h: 
     }
 }
 
+/// A worker's result racing a cancel (from another process when there is a peer): exactly
+/// one of them takes effect. Either the result is recorded (and the cancel finds the task
+/// terminal) or the cancel is (and the result is refused as `Terminal`); the task shows
+/// that outcome and nothing of the other.
+pub async fn complete_racing_cancel_records_one_outcome<B: TaskBackend>(h: &Harness<B>) {
+    let owner = anon();
+    for _ in 0..16 {
+        let (task, run) = running(h, &owner, &WorkerId::new(), 1).await;
+        let barrier = Arc::new(Barrier::new(2));
+        let completer = tokio::spawn({
+            let (backend, barrier, lease) = (
+                Arc::clone(&h.backend),
+                Arc::clone(&barrier),
+                run.lease.clone(),
+            );
+            async move {
+                barrier.wait().await;
+                backend.complete(&lease, json!({"won": "complete"})).await
+            }
+        });
+        let canceller = tokio::spawn({
+            let (backend, barrier) = (Arc::clone(h.other()), Arc::clone(&barrier));
+            let (owner, id) = (owner.clone(), task.id.clone());
+            async move {
+                barrier.wait().await;
+                backend.cancel(&owner, &id).await
+            }
+        });
+        let completed = join(completer.await).expect("complete");
+        let cancelled = join(canceller.await).expect("cancel");
+        let end = view(h, &owner, &task.id).await;
+        match (completed, cancelled) {
+            (WriteAck::Recorded, Some(CancelAck::AlreadyTerminal)) => {
+                assert_eq!(end.status, TaskStatus::Completed);
+                assert_eq!(end.result, Some(json!({"won": "complete"})));
+            }
+            (WriteAck::Terminal, Some(CancelAck::Cancelled)) => {
+                assert_eq!(end.status, TaskStatus::Cancelled);
+                assert_eq!(end.result, None, "the refused result is not kept");
+            }
+            other => panic!("exactly one of complete and cancel takes effect, got {other:?}"),
+        }
+        claim_none(h, "an ended task has no work").await;
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Housekeeping and changes
 
@@ -1813,6 +1861,44 @@ pub async fn changes_report_every_state_change<B: TaskBackend>(h: &Harness<B>) {
     drain(&mut changes);
     cancel(h, &owner, &task.id).await;
     expect_change(&mut changes, &task.id, "cancelling a waiting task").await;
+}
+
+/// A run handed back by its worker (stopping with the run still going) follows the
+/// lost-worker policy at once, without waiting for its lease: another start when attempts
+/// are left (the old lease is then fenced out), else `failed` with [`LOST_WORKER_MESSAGE`].
+/// A stale, ended or missing run cannot be handed back (`Lost`, `Terminal`, `Gone`).
+pub async fn a_run_handed_back_follows_the_lost_worker_policy_at_once<B: TaskBackend>(
+    h: &Harness<B>,
+) {
+    let owner = anon();
+    let (task, first) = running(h, &owner, &WorkerId::new(), 2).await;
+    let ack = h.backend.hand_back(&first.lease).await.expect("hand_back");
+    assert_eq!(ack, WriteAck::Recorded, "the holder hands its run back");
+    let again = claim_one(h, &WorkerId::new()).await;
+    assert_eq!(again.lease.task, task.id);
+    assert_eq!(again.attempt, 2, "another start");
+    assert_eq!(heartbeat(h, &first.lease).await, LeaseState::Lost);
+    assert_writes(h, &first.lease, WriteAck::Lost).await;
+    let stale = h.backend.hand_back(&first.lease).await.expect("hand_back");
+    assert_eq!(stale, WriteAck::Lost, "a stale lease cannot hand back");
+
+    let ack = h.backend.hand_back(&again.lease).await.expect("hand_back");
+    assert_eq!(ack, WriteAck::Recorded);
+    let failed = view(h, &owner, &task.id).await;
+    assert_eq!(failed.status, TaskStatus::Failed, "no attempt left");
+    assert_eq!(failed.status_message.as_deref(), Some(LOST_WORKER_MESSAGE));
+    let error = failed.error.expect("a JSON-RPC error");
+    assert_eq!(error["code"], json!(-32603));
+    assert_eq!(error["message"], json!(LOST_WORKER_MESSAGE));
+    claim_none(h, "a failed task has no work").await;
+    let ended = h.backend.hand_back(&again.lease).await.expect("hand_back");
+    assert_eq!(ended, WriteAck::Terminal);
+    let missing = Lease {
+        task: mcp_tasks::new_task_id(),
+        ..again.lease.clone()
+    };
+    let gone = h.backend.hand_back(&missing).await.expect("hand_back");
+    assert_eq!(gone, WriteAck::Gone);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 //! * [`middleware`]: recording middleware (`CallTrace`, `HookRecorder`) and the shared `Log`;
 //! * [`reply`]: unwrapping `tools/call` replies with failure messages that say what went wrong;
 //! * [`backend_conformance`]: the conformance suite every `TaskBackend` must pass;
+//! * [`redis`]: a disposable `redis-server` (or `MCP_TEST_REDIS_URL`'s) for the Redis suites;
 //! * [`tasks`]: in-process task drivers (`submit_task`, `wait_for_task`, `run_task`...) with an optional caller and opt-in settings;
 //! * [`wire`]: a stdio tee and a recording HTTP proxy that keep the raw JSON a server sends;
 //! * [`schema`]: validation of that JSON against the official MCP 2026-07-28 and Tasks
@@ -15,6 +16,7 @@
 pub mod backend_conformance;
 pub mod client;
 pub mod middleware;
+pub mod redis;
 pub mod reply;
 pub mod schema;
 pub mod tasks;

@@ -31,8 +31,14 @@ use super::{
 };
 use crate::ids;
 
-/// How long a claim is valid without a heartbeat.
-const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+/// How long a claim is valid without a heartbeat, unless configured.
+///
+/// ```
+/// assert_eq!(mcp_tasks::backend::memory::DEFAULT_LEASE.as_secs(), 30);
+/// ```
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+/// The message of a task failed because its worker was lost.
+const LOST_WORKER_MESSAGE: &str = "the worker running this task was lost";
 /// The longest the sweeper sleeps when nothing is due.
 const IDLE_SWEEP: Duration = Duration::from_secs(1);
 
@@ -257,6 +263,25 @@ impl MemoryBackend {
             && let Some(sender) = state.workers.get(worker)
         {
             let _ = sender.send(WorkerEvent::Cancel(id.to_owned()));
+        }
+    }
+
+    /// A run of `id` lost its worker: another start if attempts are left, else `failed`.
+    fn lost_worker(&self, state: &mut State, id: &str) {
+        let Some(record) = state.tasks.get_mut(id) else {
+            return;
+        };
+        record.holder = None;
+        if record.attempt < record.max_attempts {
+            record.released = true;
+            self.enqueue(state, id);
+        } else {
+            record.error = Some(pack(&json!({
+                "code": mcp_types::codes::INTERNAL_ERROR,
+                "message": LOST_WORKER_MESSAGE,
+            })));
+            record.status_message = Some(LOST_WORKER_MESSAGE.to_owned());
+            record.finish(TaskStatus::Failed);
         }
     }
 
@@ -583,6 +608,24 @@ impl TaskBackend for MemoryBackend {
         Ok(written.map_or_else(|ack| ack, |()| WriteAck::Recorded))
     }
 
+    async fn hand_back(&self, lease: &Lease) -> Result<WriteAck, BackendError> {
+        let mut state = self.lock();
+        let ack = match state.tasks.get(&lease.task) {
+            None => WriteAck::Gone,
+            Some(record) if record.is_terminal() => WriteAck::Terminal,
+            Some(record) if !record.holds(lease) => WriteAck::Lost,
+            Some(_) => {
+                self.lost_worker(&mut state, &lease.task);
+                WriteAck::Recorded
+            }
+        };
+        drop(state);
+        if ack == WriteAck::Recorded {
+            self.changed(&lease.task);
+        }
+        Ok(ack)
+    }
+
     async fn expire(&self) -> Result<Duration, BackendError> {
         let now = Instant::now();
         let mut expired = Vec::new();
@@ -622,18 +665,7 @@ impl TaskBackend for MemoryBackend {
             if !lapsed || record.is_terminal() {
                 continue;
             }
-            record.holder = None;
-            if record.attempt < record.max_attempts {
-                record.released = true;
-                self.enqueue(&mut state, &id);
-            } else {
-                record.error = Some(pack(&json!({
-                    "code": mcp_types::codes::INTERNAL_ERROR,
-                    "message": "the worker running this task was lost",
-                })));
-                record.status_message = Some("the worker running this task was lost".to_owned());
-                record.finish(TaskStatus::Failed);
-            }
+            self.lost_worker(&mut state, &id);
             expired.push(id);
         }
         let next = [

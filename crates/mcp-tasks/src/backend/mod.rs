@@ -10,6 +10,8 @@
 //! Redis backend implements the same contract with one atomic script per transition.
 
 pub mod memory;
+#[cfg(feature = "redis")]
+pub mod redis;
 
 use std::time::Duration;
 
@@ -239,7 +241,7 @@ pub enum BackendError {
 /// [`release`](Self::release), [`get`](Self::get), [`deliver_input`](Self::deliver_input),
 /// [`cancel`](Self::cancel). Worker side: [`claim`](Self::claim),
 /// [`heartbeat`](Self::heartbeat), [`complete`](Self::complete), [`fail`](Self::fail),
-/// [`request_input`](Self::request_input). Housekeeping: [`expire`](Self::expire).
+/// [`request_input`](Self::request_input), [`hand_back`](Self::hand_back). Housekeeping: [`expire`](Self::expire).
 #[async_trait]
 pub trait TaskBackend: Send + Sync + 'static {
     /// Stores a new `working` task. It is visible to [`get`](Self::get) as soon as this
@@ -298,6 +300,12 @@ pub trait TaskBackend: Send + Sync + 'static {
         lease: &Lease,
         round: InputRound,
     ) -> Result<WriteAck, BackendError>;
+
+    /// Gives a claimed run back before its lease lapses (a worker stopping with runs still
+    /// going): the lost-worker policy applies at once, as if the lease had lapsed: another
+    /// start if attempts are left, else `failed` with the lost-worker message.
+    /// `Recorded` when handed back; the lease can no longer write either way.
+    async fn hand_back(&self, lease: &Lease) -> Result<WriteAck, BackendError>;
 
     /// Expires tasks past their TTL (they become unknown, -32602) and recovers runs whose
     /// worker stopped renewing its lease. Returns when to call again at the latest.

@@ -1,0 +1,38 @@
+-- ARGV: prefix, id, worker, fence, kind, then per kind:
+--   complete: result
+--   fail: error, has status message ('1'/'0'), status message
+--   status: status message (the task keeps running)
+--   input: has request state ('1'/'0'), request state, then (client key, tool key, request)...
+-- Returns R recorded, T terminal, L lost, G gone.
+local id = ARGV[2]
+local t = tkey(id)
+local f = redis.call('HMGET', t, 'st', 'worker', 'fence', 'msg')
+if not f[1] then return 'G' end
+if terminal(f[1]) then return 'T' end
+if f[2] ~= ARGV[3] or f[3] ~= ARGV[4] then return 'L' end
+local now = now_ms()
+local kind = ARGV[5]
+if kind == 'complete' then
+  redis.call('HSET', t, 'res', ARGV[6])
+  finish(t, 'completed', now, f[4])
+elseif kind == 'fail' then
+  redis.call('HSET', t, 'err', ARGV[6])
+  if ARGV[7] == '1' then redis.call('HSET', t, 'smsg', ARGV[8]) else redis.call('HDEL', t, 'smsg') end
+  finish(t, 'failed', now, f[4])
+elseif kind == 'status' then
+  redis.call('HSET', t, 'smsg', ARGV[6], 'up', int(now))
+else
+  local ir, ik = t .. ':ir', t .. ':ik'
+  redis.call('DEL', ir, ik, t .. ':ia')
+  for i = 8, #ARGV, 3 do
+    redis.call('HSET', ir, ARGV[i], ARGV[i + 2])
+    redis.call('HSET', ik, ARGV[i], ARGV[i + 1])
+  end
+  expire_with(t, ir)
+  expire_with(t, ik)
+  if ARGV[6] == '1' then redis.call('HSET', t, 'rst', ARGV[7]) else redis.call('HDEL', t, 'rst') end
+  drop_entry(f[4])
+  redis.call('HDEL', t, 'worker', 'msg')
+  redis.call('HSET', t, 'st', 'input_required', 'up', int(now))
+end
+return 'R'

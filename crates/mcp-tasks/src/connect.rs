@@ -1,0 +1,136 @@
+//! [`connect`]: the backend a [`TasksConfig`] names, for servers and worker processes alike.
+
+use std::{sync::Arc, time::Duration};
+
+use crate::{
+    TasksConfig,
+    backend::{TaskBackend, memory::MemoryBackend},
+};
+
+/// The lease of the embedded memory backend.
+const MEMORY_LEASE: Duration = Duration::from_secs(30);
+
+/// A connected backend and the lease it grants (workers heartbeat every third of it).
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let connected = mcp_tasks::connect(&mcp_tasks::TasksConfig::default()).await.unwrap();
+/// assert_eq!(connected.lease.as_secs(), 30);
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct Connected {
+    /// The task store.
+    pub backend: Arc<dyn TaskBackend>,
+    /// How long its claims last without a heartbeat.
+    pub lease: Duration,
+}
+
+impl Connected {
+    /// How often a worker should renew its leases: a third of the lease.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let connected = mcp_tasks::connect(&mcp_tasks::TasksConfig::default()).await.unwrap();
+    /// assert_eq!(connected.heartbeat().as_secs(), 10);
+    /// # });
+    /// ```
+    pub fn heartbeat(&self) -> Duration {
+        (self.lease / 3).max(Duration::from_millis(1))
+    }
+}
+
+impl std::fmt::Debug for Connected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connected")
+            .field("lease", &self.lease)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why the configured backend could not be had.
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use mcp_tasks::{ConnectError, TasksConfig, connect};
+/// let error = connect(&TasksConfig::default().with_url("nats://q")).await.unwrap_err();
+/// assert!(matches!(error, ConnectError::Unsupported { .. }));
+/// # });
+/// ```
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// The URL names no backend this crate has.
+    #[error(
+        "unsupported task backend URL {url:?}: use memory:// (this process) or redis://host:port/db (shared)"
+    )]
+    Unsupported {
+        /// The URL as configured.
+        url: String,
+    },
+    /// A `redis://` URL, but this build has no Redis support.
+    #[error(
+        "task backend URL {url:?} needs Redis support: build with the `redis` feature (mcpkit/redis or mcp-tasks/redis)"
+    )]
+    NotCompiled {
+        /// The URL as configured.
+        url: String,
+    },
+    /// The credentials key is unusable.
+    #[cfg(feature = "redis")]
+    #[error(transparent)]
+    Key(#[from] crate::sealing::SealError),
+    /// Redis could not be reached or set up.
+    #[cfg(feature = "redis")]
+    #[error(transparent)]
+    Redis(#[from] crate::backend::redis::RedisBackendError),
+}
+
+/// Connects the backend `config.url` names: `memory://` (a fresh embedded store) or
+/// `redis://…` (with the `redis` feature; sealing stored credentials when
+/// `config.credentials_key` is set).
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use mcp_tasks::{TasksConfig, connect};
+/// assert!(connect(&TasksConfig::default().with_url("memory://")).await.is_ok());
+/// let error = connect(&TasksConfig::default().with_url("postgres://db")).await.unwrap_err();
+/// assert!(error.to_string().contains("unsupported task backend URL"));
+/// # });
+/// ```
+pub async fn connect(config: &TasksConfig) -> Result<Connected, ConnectError> {
+    let url = config.url.trim();
+    if url.starts_with("memory://") {
+        return Ok(Connected {
+            backend: Arc::new(MemoryBackend::with_lease(MEMORY_LEASE)),
+            lease: MEMORY_LEASE,
+        });
+    }
+    if url.starts_with("redis://") || url.starts_with("rediss://") {
+        return connect_redis(config, url).await;
+    }
+    Err(ConnectError::Unsupported {
+        url: url.to_owned(),
+    })
+}
+
+#[cfg(feature = "redis")]
+async fn connect_redis(config: &TasksConfig, url: &str) -> Result<Connected, ConnectError> {
+    use crate::backend::redis::{RedisBackend, RedisOptions};
+    let mut options = RedisOptions::default();
+    if let Some(key) = &config.credentials_key {
+        options = options.with_sealer(crate::sealing::Sealer::from_base64(key.expose())?);
+    }
+    let backend = RedisBackend::connect_with(url, options).await?;
+    let lease = backend.lease();
+    Ok(Connected {
+        backend: Arc::new(backend),
+        lease,
+    })
+}
+
+#[cfg(not(feature = "redis"))]
+async fn connect_redis(_config: &TasksConfig, url: &str) -> Result<Connected, ConnectError> {
+    Err(ConnectError::NotCompiled {
+        url: url.to_owned(),
+    })
+}

@@ -1,0 +1,435 @@
+//! Across processes, on one Redis: demo servers over HTTP without embedded workers, and
+//! `demo worker` processes running the tasks (the `redis` feature; the demo binary must be
+//! built with it, as `cargo test --workspace --all-features` does).
+//!
+//! * `thousand_tasks_survive_killed_workers`: the acceptance run of issue 5: 2 servers,
+//!   2 workers, 1,000 mixed tasks submitted through alternating servers and polled (and
+//!   answered) through the other one, with a worker killed (`kill -9`) twice and replaced.
+//! * `a_cancel_through_another_server_stops_the_tool_on_its_worker`: cross-process
+//!   cancellation, within the acceptance's bound of two heartbeats.
+//!
+//! Nothing here sleeps to synchronise: each wait polls observable state (Redis' pending
+//! list, `tasks/get`, the demo's ledger file) against a deadline.
+
+mod common;
+
+use std::{
+    collections::BTreeMap,
+    path::PathBuf,
+    time::{Duration, Instant},
+};
+
+use futures::StreamExt as _;
+use mcpkit::types::{
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, JsonObject,
+    TaskPayload, UpdateTaskParams,
+};
+use rmcp::transport::StreamableHttpClientTransport;
+use serde_json::{Value, json};
+use test_helpers::{
+    client::{Lifecycle, TestClient, connect},
+    redis::RedisServer,
+};
+
+/// The lost-worker message of a failed task.
+const LOST_WORKER: &str = "the worker running this task was lost";
+
+/// How long any one wait may take before the test calls it broken.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// The pause between two polls of a remote process's state.
+const POLL_PAUSE: Duration = Duration::from_millis(20);
+
+/// A fleet's queue on the shared test Redis, with its lease.
+struct Queue {
+    url: String,
+    key: String,
+    redis: redis::aio::MultiplexedConnection,
+}
+
+async fn queue(name: &str, lease_ms: u64) -> Queue {
+    let server = RedisServer::shared();
+    let url = format!("{}&lease_ms={lease_ms}", server.queue_url(name));
+    let queue_name = url
+        .split("queue=")
+        .nth(1)
+        .and_then(|rest| rest.split('&').next())
+        .expect("a queue name")
+        .to_owned();
+    let redis = redis::Client::open(server.url())
+        .expect("the test Redis URL")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect to the test Redis");
+    Queue {
+        url,
+        key: format!("{{mcpt:{queue_name}}}:q"),
+        redis,
+    }
+}
+
+impl Queue {
+    /// How many runs workers hold (pending deliveries of the queue's stream).
+    async fn held(&mut self) -> i64 {
+        let summary: Value = redis::cmd("XPENDING")
+            .arg(&self.key)
+            .arg("workers")
+            .query_async::<redis::Value>(&mut self.redis)
+            .await
+            .map(|v| match v {
+                redis::Value::Array(items) => match items.first() {
+                    Some(redis::Value::Int(n)) => json!(n),
+                    _ => json!(0),
+                },
+                _ => json!(0),
+            })
+            .expect("XPENDING");
+        summary.as_i64().unwrap_or(0)
+    }
+
+    /// Waits until workers hold at least `runs` runs.
+    async fn wait_until_held(&mut self, runs: i64) {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let held = self.held().await;
+            if held >= runs {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "workers hold {held} runs, never {runs}"
+            );
+            tokio::time::sleep(POLL_PAUSE).await;
+        }
+    }
+}
+
+fn ledger_path(name: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!(
+        "mcpkit-ledger-{name}-{}-{}",
+        std::process::id(),
+        mcpkit::tasks::new_task_id()
+    ));
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+fn ledger_lines(path: &PathBuf) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+async fn client(url: &str) -> TestClient {
+    connect(
+        StreamableHttpClientTransport::from_uri(url.to_owned()),
+        Lifecycle::Modern,
+        true,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("connect to {url}: {e}"))
+}
+
+async fn submit(client: &TestClient, name: &str, arguments: Value) -> String {
+    let arguments: JsonObject = arguments.as_object().cloned().expect("an object");
+    let reply = client
+        .call_tool_once(CallToolRequestParams::new(name.to_owned()).with_arguments(arguments))
+        .await
+        .unwrap_or_else(|e| panic!("tools/call {name}: {e}"));
+    match reply {
+        CallToolResponse::Task(created) => created.task.task_id,
+        other => panic!("an opted-in call of `{name}` must become a task, got {other:?}"),
+    }
+}
+
+/// Polls the task through `client` until it is terminal, answering its input rounds (with
+/// `{"ok": "yes"}`) through the same client. Returns the terminal payload.
+async fn drive(client: &TestClient, id: &str) -> TaskPayload {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let got = client
+            .get_task(GetTaskParams::new(id))
+            .await
+            .unwrap_or_else(|e| panic!("tasks/get {id}: {e}"));
+        match got.task.payload {
+            TaskPayload::InputRequired { input_requests } => {
+                let answers = input_requests
+                    .keys()
+                    .map(|key| {
+                        (
+                            key.clone(),
+                            json!({"action": "accept", "content": {"ok": "yes"}}),
+                        )
+                    })
+                    .collect();
+                client
+                    .update_task(UpdateTaskParams::new(id, answers))
+                    .await
+                    .unwrap_or_else(|e| panic!("tasks/update {id}: {e}"));
+            }
+            TaskPayload::Working => {}
+            terminal => return terminal,
+        }
+        assert!(
+            Instant::now() < deadline,
+            "task {id} not terminal after {PATIENCE:?}"
+        );
+        tokio::time::sleep(POLL_PAUSE).await;
+    }
+}
+
+/// The first text content of a `CallToolResult`.
+fn text(result: &JsonObject) -> Option<&str> {
+    result.get("content")?.get(0)?.get("text")?.as_str()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// `child_multiply(i, 3)`.
+    Fast,
+    /// `count_task("k<i>")`, idempotent.
+    Count,
+    /// `sleep_task(0.2)`.
+    Sleep,
+    /// `sleep_task(2)`, submitted in bursts so that both workers hold runs when one is killed.
+    LongSleep,
+    /// `count_task("k<i>", 2000)`, in the same bursts: idempotent runs lost with a worker.
+    LongCount,
+    /// `confirm_task(i)`: one input round.
+    Confirm,
+}
+
+fn kind(i: usize) -> Kind {
+    if (300..340).contains(&i) || (600..640).contains(&i) {
+        return if i.is_multiple_of(2) {
+            Kind::LongSleep
+        } else {
+            Kind::LongCount
+        };
+    }
+    match i % 10 {
+        0 => Kind::Sleep,
+        1 | 2 => Kind::Confirm,
+        3..=5 => Kind::Count,
+        _ => Kind::Fast,
+    }
+}
+
+async fn submit_kind(client: &TestClient, i: usize) -> String {
+    match kind(i) {
+        Kind::Fast => submit(client, "child_multiply", json!({"a": i, "b": 3})).await,
+        Kind::Count => {
+            submit(
+                client,
+                "count_task",
+                json!({"key": format!("k{i}"), "millis": 20}),
+            )
+            .await
+        }
+        Kind::LongCount => {
+            submit(
+                client,
+                "count_task",
+                json!({"key": format!("k{i}"), "millis": 2000}),
+            )
+            .await
+        }
+        Kind::Sleep => submit(client, "sleep_task", json!({"seconds": 0.2})).await,
+        Kind::LongSleep => submit(client, "sleep_task", json!({"seconds": 2})).await,
+        Kind::Confirm => submit(client, "confirm_task", json!({"value": i})).await,
+    }
+}
+
+/// Whether `payload` is the right completion of task `i`.
+fn completed_right(i: usize, payload: &TaskPayload) -> bool {
+    let TaskPayload::Completed { result } = payload else {
+        return false;
+    };
+    let structured = result
+        .get("structuredContent")
+        .and_then(|s| s.get("result"));
+    match kind(i) {
+        Kind::Fast => structured == Some(&json!(i * 3)),
+        Kind::Confirm => structured == Some(&json!(i * 2)),
+        Kind::Count | Kind::LongCount => text(result) == Some(&format!("counted k{i}")),
+        Kind::Sleep => text(result) == Some("slept 0.2"),
+        Kind::LongSleep => text(result) == Some("slept 2"),
+    }
+}
+
+fn idempotent(i: usize) -> bool {
+    matches!(kind(i), Kind::Count | Kind::LongCount)
+}
+
+fn lost_worker(payload: &TaskPayload) -> bool {
+    matches!(payload, TaskPayload::Failed { error } if error.get("message") == Some(&json!(LOST_WORKER)))
+}
+
+/// The acceptance run: 2 servers (no embedded workers), 2 workers, 1 Redis; 1,000 tasks
+/// through alternating servers, each polled and answered through the other; a worker
+/// killed twice (while both hold runs) and replaced. Every task ends; idempotent ones all
+/// complete with the right result (once each: one completion recorded per key, and the
+/// tool's ledger shows it ran); other tasks complete right or fail for a lost worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn thousand_tasks_survive_killed_workers() {
+    let mut queue = queue("processes", 3000).await;
+    let url = queue.url.clone();
+    let ledger = ledger_path("processes");
+    let ledger_env = ledger.display().to_string();
+    let server_args = ["--tasks-url", url.as_str(), "--no-worker"];
+    let worker_args = ["--tasks-url", url.as_str(), "--concurrency", "16"];
+    let worker_env = [("MCP_DEMO_LEDGER", ledger_env.as_str())];
+    let servers = [
+        common::spawn_demo_http_with(&server_args, &[]).await,
+        common::spawn_demo_http_with(&server_args, &[]).await,
+    ];
+    let mut workers = vec![
+        common::spawn_demo_worker(&worker_args, &worker_env).await,
+        common::spawn_demo_worker(&worker_args, &worker_env).await,
+    ];
+    let clients = [client(&servers[0].url).await, client(&servers[1].url).await];
+
+    let total = 1000;
+    let mut ids = Vec::with_capacity(total);
+    let mut kills = 0;
+    for i in 0..total {
+        ids.push(submit_kind(&clients[i % 2], i).await);
+        if i == 339 || i == 639 {
+            // Both workers hold runs (each runs at most 16): kill one mid-work.
+            queue.wait_until_held(17).await;
+            let victim = kills % workers.len();
+            let mut killed = workers.remove(victim);
+            killed.child.start_kill().expect("kill -9 a worker");
+            let _ = killed.child.wait().await;
+            kills += 1;
+            workers.push(common::spawn_demo_worker(&worker_args, &worker_env).await);
+        }
+    }
+    assert_eq!(kills, 2);
+
+    // Every task polled (and answered) through the server it was not submitted to.
+    let outcomes: Vec<(usize, TaskPayload)> = futures::stream::iter(ids.iter().enumerate())
+        .map(|(i, id)| {
+            let other = &clients[(i + 1) % 2];
+            async move { (i, drive(other, id).await) }
+        })
+        .buffer_unordered(32)
+        .collect()
+        .await;
+
+    let ran = ledger_lines(&ledger);
+    let mut runs_of: BTreeMap<&str, usize> = BTreeMap::new();
+    for line in &ran {
+        *runs_of.entry(line.as_str()).or_default() += 1;
+    }
+    let mut lost = 0;
+    let mut by_kind: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, payload) in &outcomes {
+        let i = *i;
+        *by_kind
+            .entry(format!("{:?} {:?}", kind(i), payload.status()))
+            .or_default() += 1;
+        if idempotent(i) {
+            assert!(
+                completed_right(i, payload),
+                "idempotent task {i} must complete with its result: {payload:?}"
+            );
+            let key = format!("k{i}");
+            assert_eq!(
+                runs_of.get(key.as_str()).copied().unwrap_or(0),
+                1,
+                "the counting tool records exactly one finished run of {key}"
+            );
+        } else if lost_worker(payload) {
+            lost += 1;
+        } else {
+            assert!(
+                completed_right(i, payload),
+                "task {i} ({:?}) must complete right or fail for a lost worker: {payload:?}",
+                kind(i)
+            );
+        }
+    }
+    eprintln!(
+        "outcomes: {by_kind:?}; lost-worker failures: {lost}; ledger lines: {}",
+        ran.len()
+    );
+    assert_eq!(outcomes.len(), total, "no task is lost");
+    assert!(
+        lost >= 1,
+        "a killed worker held non-idempotent runs: they fail as lost"
+    );
+    let count_tasks = (0..total).filter(|i| idempotent(*i)).count();
+    assert_eq!(
+        ran.len(),
+        count_tasks,
+        "the ledger holds one finished run per counting task, nothing else"
+    );
+    let _ = std::fs::remove_file(&ledger);
+    drop(workers);
+}
+
+/// A `sleep_task(60)` running on worker C, cancelled through server B (it was submitted
+/// through A): `tasks/get` on B says `cancelled`, and the tool's cancellation token fires on
+/// C (it records so in the ledger) within two heartbeat intervals of the cancel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_through_another_server_stops_the_tool_on_its_worker() {
+    let lease = Duration::from_millis(3000);
+    let heartbeat = lease / 3;
+    let mut queue = queue("cancel", 3000).await;
+    let url = queue.url.clone();
+    let ledger = ledger_path("cancel");
+    let ledger_env = ledger.display().to_string();
+    let server_args = ["--tasks-url", url.as_str(), "--no-worker"];
+    let a = common::spawn_demo_http_with(&server_args, &[]).await;
+    let b = common::spawn_demo_http_with(&server_args, &[]).await;
+    let _c = common::spawn_demo_worker(
+        &["--tasks-url", url.as_str()],
+        &[("MCP_DEMO_LEDGER", ledger_env.as_str())],
+    )
+    .await;
+    let (client_a, client_b) = (client(&a.url).await, client(&b.url).await);
+
+    let id = submit(&client_a, "sleep_task", json!({"seconds": 60})).await;
+    queue.wait_until_held(1).await;
+    let sent = Instant::now();
+    client_b
+        .cancel_task(CancelTaskParams::new(id.clone()))
+        .await
+        .expect("tasks/cancel through B");
+    let bound = heartbeat * 2;
+    loop {
+        let got = client_b
+            .get_task(GetTaskParams::new(&id))
+            .await
+            .expect("tasks/get");
+        if got.task.payload == TaskPayload::Cancelled {
+            break;
+        }
+        assert!(
+            sent.elapsed() < bound,
+            "not cancelled on B within {bound:?}: {got:?}"
+        );
+        tokio::time::sleep(POLL_PAUSE).await;
+    }
+    loop {
+        if ledger_lines(&ledger)
+            .iter()
+            .any(|line| line == "cancelled sleep_task 60")
+        {
+            break;
+        }
+        assert!(
+            sent.elapsed() < bound,
+            "the tool's cancellation token did not fire on the worker within {bound:?}"
+        );
+        tokio::time::sleep(POLL_PAUSE).await;
+    }
+    eprintln!(
+        "cancel reached the tool {:?} after tasks/cancel (bound {bound:?})",
+        sent.elapsed()
+    );
+    let _ = std::fs::remove_file(&ledger);
+}
