@@ -41,6 +41,10 @@ pub struct TaskConfig {
     /// The `pollIntervalMs` a task of this tool advertises; `None` takes the tasks
     /// extension's default (5 s unless configured, C38).
     pub poll_interval: Option<Duration>,
+    /// `Some(true)`: running the tool twice is harmless, so a task whose worker was lost is
+    /// run again; `Some(false)`: never; `None` follows the tool's `idempotentHint`
+    /// annotation.
+    pub idempotent: Option<bool>,
 }
 
 impl TaskConfig {
@@ -53,6 +57,7 @@ impl TaskConfig {
         Self {
             mode: TaskSupport::Optional,
             poll_interval: None,
+            idempotent: None,
         }
     }
 
@@ -65,6 +70,7 @@ impl TaskConfig {
         Self {
             mode: TaskSupport::Required,
             poll_interval: None,
+            idempotent: None,
         }
     }
 
@@ -77,6 +83,7 @@ impl TaskConfig {
         Self {
             mode: TaskSupport::Forbidden,
             poll_interval: None,
+            idempotent: None,
         }
     }
 
@@ -88,6 +95,18 @@ impl TaskConfig {
     /// ```
     pub const fn with_poll_interval(mut self, interval: Duration) -> Self {
         self.poll_interval = Some(interval);
+        self
+    }
+
+    /// Declares whether a run may be repeated when its worker is lost, overriding the
+    /// `idempotentHint` annotation.
+    ///
+    /// ```
+    /// let c = mcp_core::TaskConfig::optional().idempotent(true);
+    /// assert_eq!(c.idempotent, Some(true));
+    /// ```
+    pub const fn idempotent(mut self, idempotent: bool) -> Self {
+        self.idempotent = Some(idempotent);
         self
     }
 }
@@ -114,6 +133,7 @@ impl From<TaskSupport> for TaskConfig {
         Self {
             mode,
             poll_interval: None,
+            idempotent: None,
         }
     }
 }

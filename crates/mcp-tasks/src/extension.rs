@@ -217,10 +217,11 @@ impl TasksExtension {
             Ok(Value::Object(context)) => context,
             _ => JsonObject::new(),
         };
-        let idempotent = tool
-            .annotations()
-            .and_then(|a| a.idempotent_hint)
-            .unwrap_or(false);
+        let idempotent = tool.task_config().idempotent.unwrap_or_else(|| {
+            tool.annotations()
+                .and_then(|a| a.idempotent_hint)
+                .unwrap_or(false)
+        });
         let id = ids::new_task_id();
         let view = engine
             .backend
