@@ -136,7 +136,149 @@ async fn behaves_as_direct(client: &TestClient, prefix: &str) {
         let got = call(client, &format!("{prefix}{tool}"), arguments.clone()).await;
         assert_eq!(got, expected, "{tool} {arguments} through {prefix}");
     }
+    surface_as_direct(&direct, client, prefix).await;
     direct.cancel().await.ok();
+}
+
+/// The namespaces a tool prefix stands for, outermost first (`b_a_` is `["b", "a"]`).
+fn namespaces(prefix: &str) -> Vec<&str> {
+    prefix.split('_').filter(|ns| !ns.is_empty()).collect()
+}
+
+/// `uri` as a client of the front sees it: each hop puts its namespace first in the path.
+fn through(uri: &str, prefix: &str) -> String {
+    namespaces(prefix)
+        .into_iter()
+        .rev()
+        .fold(uri.to_owned(), |uri, ns| {
+            mcpkit::uri_template::namespace_uri(&uri, ns)
+        })
+}
+
+/// Resources, templates and prompts list, read and render as direct, with only the
+/// namespace added.
+async fn surface_as_direct(direct: &TestClient, client: &TestClient, prefix: &str) {
+    let sorted = |mut values: Vec<Value>, key: &str| {
+        values.sort_by_key(|v| v[key].as_str().unwrap_or_default().to_owned());
+        values
+    };
+
+    let mut expected: Vec<Value> = direct
+        .list_all_resources()
+        .await
+        .expect("direct resources/list")
+        .iter()
+        .map(|r| serde_json::to_value(r).expect("serializes"))
+        .collect();
+    for resource in &mut expected {
+        let uri = resource["uri"].as_str().unwrap_or_default().to_owned();
+        resource["uri"] = Value::String(through(&uri, prefix));
+    }
+    let got: Vec<Value> = client
+        .list_all_resources()
+        .await
+        .expect("proxied resources/list")
+        .iter()
+        .map(|r| serde_json::to_value(r).expect("serializes"))
+        .collect();
+    assert_eq!(
+        sorted(got, "uri"),
+        sorted(expected, "uri"),
+        "resources through {prefix}"
+    );
+
+    let mut expected: Vec<Value> = direct
+        .list_all_resource_templates()
+        .await
+        .expect("direct templates")
+        .iter()
+        .map(|t| serde_json::to_value(t).expect("serializes"))
+        .collect();
+    for template in &mut expected {
+        let uri = template["uriTemplate"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        template["uriTemplate"] = Value::String(through(&uri, prefix));
+    }
+    let got: Vec<Value> = client
+        .list_all_resource_templates()
+        .await
+        .expect("proxied templates")
+        .iter()
+        .map(|t| serde_json::to_value(t).expect("serializes"))
+        .collect();
+    assert_eq!(
+        sorted(got, "uriTemplate"),
+        sorted(expected, "uriTemplate"),
+        "templates through {prefix}"
+    );
+
+    let mut expected: Vec<Value> = direct
+        .list_all_prompts()
+        .await
+        .expect("direct prompts")
+        .iter()
+        .map(|p| serde_json::to_value(p).expect("serializes"))
+        .collect();
+    for prompt in &mut expected {
+        let name = prompt["name"].as_str().unwrap_or_default().to_owned();
+        prompt["name"] = Value::String(format!("{prefix}{name}"));
+    }
+    let got: Vec<Value> = client
+        .list_all_prompts()
+        .await
+        .expect("proxied prompts")
+        .iter()
+        .map(|p| serde_json::to_value(p).expect("serializes"))
+        .collect();
+    assert_eq!(
+        sorted(got, "name"),
+        sorted(expected, "name"),
+        "prompts through {prompt_prefix}",
+        prompt_prefix = prefix
+    );
+
+    for uri in ["demo://readme", "users://child/7/profile", "demo://missing"] {
+        let expected = direct
+            .read_resource_once(mcpkit::types::ReadResourceRequestParams::new(uri))
+            .await
+            .map_err(|e| e.to_string());
+        let got = client
+            .read_resource_once(mcpkit::types::ReadResourceRequestParams::new(through(
+                uri, prefix,
+            )))
+            .await
+            .map_err(|e| e.to_string());
+        assert_eq!(
+            format!("{got:?}").replace(&through(uri, prefix), uri),
+            format!("{expected:?}"),
+            "read {uri} through {prefix}"
+        );
+    }
+    let arguments = json!({"name": "Ada", "style": "formal"})
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let expected = direct
+        .get_prompt_once(
+            mcpkit::types::GetPromptRequestParams::new("child_greet")
+                .with_arguments(arguments.clone()),
+        )
+        .await
+        .map_err(|e| e.to_string());
+    let got = client
+        .get_prompt_once(
+            mcpkit::types::GetPromptRequestParams::new(format!("{prefix}child_greet"))
+                .with_arguments(arguments),
+        )
+        .await
+        .map_err(|e| e.to_string());
+    assert_eq!(
+        format!("{got:?}"),
+        format!("{expected:?}"),
+        "child_greet through {prefix}"
+    );
 }
 
 /// A task through the proxy: signed id, polled to completion through the proxy.

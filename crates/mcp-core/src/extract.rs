@@ -200,3 +200,39 @@ impl<T: DeserializeOwned + JsonSchema + Send + 'static> Args<T> {
             })
     }
 }
+
+/// The name or URI the call addresses, as the owning server knows it: the tool or prompt
+/// name, or the concrete URI a resource template matched. For handlers that serve many
+/// targets (proxies).
+///
+/// ```
+/// use mcp_core::{ResourceDef, Target};
+/// // One handler for every URI the template matches.
+/// let _ = ResourceDef::new("files://{path*}", |Target(uri): Target| async move { uri });
+/// ```
+#[derive(Clone, Debug)]
+pub struct Target(pub String);
+
+impl FromCall<ViaArguments> for Target {
+    fn from_call(_cx: &Context, parts: &mut CallParts) -> Result<Self, ToolError> {
+        Ok(Target(parts.tool.to_string()))
+    }
+}
+
+/// The arguments as sent, unchecked and unconverted (no input schema): for handlers whose
+/// parameters are only known at run time (proxies).
+///
+/// ```
+/// use mcp_core::{PromptDef, RawArgs};
+/// let _ = PromptDef::new("echo", |RawArgs(args): RawArgs| async move {
+///     serde_json::Value::Object(args).to_string()
+/// });
+/// ```
+#[derive(Clone, Debug)]
+pub struct RawArgs(pub JsonObject);
+
+impl FromCall<ViaArguments> for RawArgs {
+    fn from_call(_cx: &Context, parts: &mut CallParts) -> Result<Self, ToolError> {
+        Ok(RawArgs(std::mem::take(&mut parts.arguments)))
+    }
+}

@@ -65,7 +65,9 @@ pub use mcp_types as types;
 pub use context::{Context, Era, RequestScope};
 pub use error::{ServerError, ToolError};
 pub use extension::{BoxError, Extension, ToolCallNext};
-pub use extract::{Args, CurrentServer, FromCall, FromContext, State, ViaArguments, ViaContext};
+pub use extract::{
+    Args, CurrentServer, FromCall, FromContext, RawArgs, State, Target, ViaArguments, ViaContext,
+};
 pub use handler::{BoxFuture, Handler, HandlerFn, ToolHandler};
 pub use logging::{LogLevel, Progress, ProgressSink};
 pub use middleware::{

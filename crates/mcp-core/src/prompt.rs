@@ -92,6 +92,12 @@ impl IntoPromptResult for GetPromptResult {
     }
 }
 
+impl IntoPromptResult for GetPromptResponse {
+    fn into_prompt_response(self) -> Result<GetPromptResponse, ToolError> {
+        Ok(self)
+    }
+}
+
 impl<T: IntoPromptResult> IntoPromptResult for Outcome<T> {
     fn into_prompt_response(self) -> Result<GetPromptResponse, ToolError> {
         match self {
@@ -131,6 +137,7 @@ pub struct PromptDef {
     pub(crate) tags: BTreeSet<String>,
     pub(crate) version: Option<String>,
     pub(crate) input_schema: JsonObject,
+    pub(crate) arguments: Option<Vec<PromptArgument>>,
     pub(crate) render: Arc<RenderFn>,
 }
 
@@ -159,8 +166,22 @@ impl PromptDef {
             tags: BTreeSet::new(),
             version: None,
             input_schema: H::input_schema(),
+            arguments: None,
             render: Arc::new(render),
         }
+    }
+
+    /// Lists these arguments instead of the ones derived from the handler's `Args` type
+    /// (for prompts whose arguments are only known at run time, such as proxied ones).
+    ///
+    /// ```
+    /// use mcp_core::{PromptDef, RawArgs, types::PromptArgument};
+    /// let _ = PromptDef::new("p", |RawArgs(_): RawArgs| async { "" })
+    ///     .arguments(vec![PromptArgument::new("topic")]);
+    /// ```
+    pub fn arguments(mut self, arguments: Vec<PromptArgument>) -> Self {
+        self.arguments = Some(arguments);
+        self
     }
 
     /// The name.
@@ -200,7 +221,9 @@ pub(crate) struct RegisteredPrompt {
 
 impl RegisteredPrompt {
     pub(crate) fn new(def: PromptDef, version: Option<Version>) -> Self {
-        let arguments = prompt_arguments(&def.input_schema);
+        let arguments = def
+            .arguments
+            .unwrap_or_else(|| prompt_arguments(&def.input_schema));
         let mut listing = Prompt::new(
             def.name.clone(),
             def.description,

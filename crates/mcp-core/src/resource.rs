@@ -172,6 +172,16 @@ impl IntoResourceContents for ReadResourceResult {
     }
 }
 
+impl IntoResourceContents for ReadResourceResponse {
+    fn into_read_response(
+        self,
+        _uri: &str,
+        _mime_type: Option<&str>,
+    ) -> Result<ReadResourceResponse, ToolError> {
+        Ok(self)
+    }
+}
+
 impl<T: IntoResourceContents> IntoResourceContents for Outcome<T> {
     fn into_read_response(
         self,

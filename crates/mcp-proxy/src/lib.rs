@@ -25,6 +25,7 @@
 
 #![warn(missing_docs)]
 
+mod components;
 mod connection;
 mod error;
 mod forwarding;

@@ -1,9 +1,10 @@
-//! [`ProxyServer`]: an `mcp_core::Server` whose tools are an upstream's.
+//! [`ProxyServer`]: an `mcp_core::Server` whose tools, resources, resource templates and
+//! prompts are an upstream's.
 //!
-//! The server is built from the upstream's listing; each entry becomes a [`ProxyTool`] that
-//! keeps every field. It is an ordinary [`Server`]: mount it under a namespace, wrap it in
-//! middleware, serve it. Resources, templates and prompts join here once mcp-core has them
-//! (the seam: [`ProxyServer::build`] reads each listing kind the upstream advertises).
+//! The server is built from the upstream's listings; each tool becomes a [`ProxyTool`] that
+//! keeps every field, and each resource, template and prompt a definition that keeps every
+//! field and forwards on use (`components.rs`). It is an ordinary [`Server`]: mount it
+//! under a namespace, wrap it in middleware, serve it.
 
 use std::collections::HashMap;
 
@@ -81,7 +82,8 @@ impl ProxyServer {
         self
     }
 
-    /// Connects (or reuses the session), lists the upstream's tools and returns the server.
+    /// Connects (or reuses the session), lists the upstream's tools, resources, templates and
+    /// prompts, and returns the server.
     ///
     /// ```no_run
     /// # async fn run(u: mcp_proxy::Upstream) -> Result<(), mcp_proxy::ProxyError> {
@@ -108,8 +110,7 @@ impl ProxyServer {
                 .add_tool(tool.into_tool_def())
                 .map_err(|e| ProxyError::Config(e.to_string()))?;
         }
-        // Seam: resources, resource templates and prompts are listed and registered here
-        // once mcp-core has them.
+        crate::components::register(&server, &self.upstream).await?;
         Ok(server)
     }
 }

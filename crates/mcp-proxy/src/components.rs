@@ -1,0 +1,264 @@
+//! Proxied resources, resource templates and prompts: read from the upstream's listings,
+//! registered on the proxy server with every field kept, and forwarded on use.
+//!
+//! A kind the upstream does not serve (`-32601` on its list method) is simply absent. Reads
+//! and renders go to the upstream with the URI or name as the upstream knows it (a mount
+//! above the proxy strips its namespace first), with the client's input-round answers
+//! (`inputResponses`, and the upstream's own `requestState`, which the front seals and
+//! opens like any handler state); the upstream's answer, an input round included, comes
+//! back as it is, and its errors keep their code and message.
+
+use mcp_core::{
+    Context, PromptDef, RawArgs, ResourceDef, Server, Target, ToolError,
+    types::{
+        ErrorCode, GetPromptRequestParams, GetPromptResponse, JsonObject,
+        ReadResourceRequestParams, ReadResourceResponse, ServerResult,
+    },
+};
+use rmcp::model::{
+    ClientRequest, GetPromptRequest, ListPromptsRequest, ListResourceTemplatesRequest,
+    ListResourcesRequest, PaginatedRequestParams, Prompt, ReadResourceRequest, Resource,
+    ResourceTemplate,
+};
+
+use crate::{ProxyError, RequestOptions, Upstream};
+
+/// One page of a list: its items and the next cursor.
+type Page<T> = (Vec<T>, Option<String>);
+
+/// Every item of a paged list, or `None` when the upstream does not serve the method.
+async fn all_pages<T>(
+    upstream: &Upstream,
+    method: &str,
+    request: impl Fn(Option<PaginatedRequestParams>) -> ClientRequest,
+    page: impl Fn(ServerResult) -> Option<Page<T>>,
+) -> Result<Option<Vec<T>>, ProxyError> {
+    let mut items = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let params = cursor.map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+        let result = match upstream
+            .request(request(params), RequestOptions::default())
+            .await
+        {
+            Ok(result) => result,
+            Err(ProxyError::Upstream(error)) if error.code == ErrorCode::METHOD_NOT_FOUND => {
+                return Ok(None);
+            }
+            Err(error) => return Err(error),
+        };
+        let Some((mut batch, next)) = page(result) else {
+            return Err(ProxyError::Protocol {
+                upstream: upstream.name().to_owned(),
+                method: method.to_owned(),
+                detail: "an answer of another kind".to_owned(),
+            });
+        };
+        items.append(&mut batch);
+        match next {
+            Some(next) if !next.is_empty() => cursor = Some(next),
+            _ => return Ok(Some(items)),
+        }
+    }
+}
+
+/// Lists the upstream's resources, templates and prompts and registers them on `server`.
+pub(crate) async fn register(server: &Server, upstream: &Upstream) -> Result<(), ProxyError> {
+    let config = |e: mcp_core::ServerError| ProxyError::Config(e.to_string());
+    let resources = all_pages(
+        upstream,
+        "resources/list",
+        |params| {
+            ClientRequest::ListResourcesRequest(ListResourcesRequest {
+                params,
+                ..Default::default()
+            })
+        },
+        |result| match result {
+            ServerResult::ListResourcesResult(page) => Some((page.resources, page.next_cursor)),
+            _ => None,
+        },
+    )
+    .await?;
+    for resource in resources.into_iter().flatten() {
+        server
+            .add_resource(proxy_resource(upstream, resource))
+            .map_err(config)?;
+    }
+    let templates = all_pages(
+        upstream,
+        "resources/templates/list",
+        |params| {
+            ClientRequest::ListResourceTemplatesRequest(ListResourceTemplatesRequest {
+                params,
+                ..Default::default()
+            })
+        },
+        |result| match result {
+            ServerResult::ListResourceTemplatesResult(page) => {
+                Some((page.resource_templates, page.next_cursor))
+            }
+            _ => None,
+        },
+    )
+    .await?;
+    for template in templates.into_iter().flatten() {
+        server
+            .add_resource(proxy_template(upstream, template))
+            .map_err(config)?;
+    }
+    let prompts = all_pages(
+        upstream,
+        "prompts/list",
+        |params| {
+            ClientRequest::ListPromptsRequest(ListPromptsRequest {
+                params,
+                ..Default::default()
+            })
+        },
+        |result| match result {
+            ServerResult::ListPromptsResult(page) => Some((page.prompts, page.next_cursor)),
+            _ => None,
+        },
+    )
+    .await?;
+    for prompt in prompts.into_iter().flatten() {
+        server
+            .add_prompt(proxy_prompt(upstream, prompt))
+            .map_err(config)?;
+    }
+    Ok(())
+}
+
+/// Reads `uri` upstream, carrying the client's answers to an earlier input round.
+async fn read(
+    upstream: Upstream,
+    cx: Context,
+    uri: String,
+) -> Result<ReadResourceResponse, ToolError> {
+    let mut params = ReadResourceRequestParams::new(uri);
+    params.input_responses = cx.input_responses().cloned();
+    params.request_state = cx.request_state().map(str::to_owned);
+    let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params));
+    let result = upstream
+        .request(request, RequestOptions::from_context(&cx))
+        .await
+        .map_err(|e| ToolError::protocol(e.into_error_data()))?;
+    match result {
+        ServerResult::ReadResourceResult(read) => Ok(ReadResourceResponse::Complete(read)),
+        ServerResult::InputRequiredResult(round) => Ok(ReadResourceResponse::InputRequired(round)),
+        _ => Err(ToolError::new(format!(
+            "upstream '{}' answered resources/read with another kind of result",
+            upstream.name()
+        ))),
+    }
+}
+
+fn proxy_resource(upstream: &Upstream, resource: Resource) -> ResourceDef {
+    let source = upstream.clone();
+    let mut def = ResourceDef::new(
+        resource.uri.clone(),
+        move |cx: Context, Target(uri): Target| read(source.clone(), cx, uri),
+    )
+    .name(resource.name);
+    if let Some(title) = resource.title {
+        def = def.title(title);
+    }
+    if let Some(description) = resource.description {
+        def = def.description(description);
+    }
+    if let Some(mime_type) = resource.mime_type {
+        def = def.mime_type(mime_type);
+    }
+    if let Some(size) = resource.size {
+        def = def.size(size);
+    }
+    if let Some(icons) = resource.icons {
+        def = def.icons(icons);
+    }
+    if let Some(meta) = resource.meta {
+        def = def.meta(meta);
+    }
+    if let Some(annotations) = resource.annotations {
+        def = def.annotations(annotations);
+    }
+    def
+}
+
+fn proxy_template(upstream: &Upstream, template: ResourceTemplate) -> ResourceDef {
+    let source = upstream.clone();
+    let mut def = ResourceDef::new(
+        template.uri_template.clone(),
+        move |cx: Context, Target(uri): Target| read(source.clone(), cx, uri),
+    )
+    .name(template.name);
+    if let Some(title) = template.title {
+        def = def.title(title);
+    }
+    if let Some(description) = template.description {
+        def = def.description(description);
+    }
+    if let Some(mime_type) = template.mime_type {
+        def = def.mime_type(mime_type);
+    }
+    if let Some(icons) = template.icons {
+        def = def.icons(icons);
+    }
+    if let Some(meta) = template.meta {
+        def = def.meta(meta);
+    }
+    if let Some(annotations) = template.annotations {
+        def = def.annotations(annotations);
+    }
+    def
+}
+
+/// Renders `name` upstream, carrying the client's answers to an earlier input round.
+async fn render(
+    upstream: Upstream,
+    cx: Context,
+    name: String,
+    arguments: JsonObject,
+) -> Result<GetPromptResponse, ToolError> {
+    let mut params = GetPromptRequestParams::new(name);
+    if !arguments.is_empty() {
+        params = params.with_arguments(arguments);
+    }
+    params.input_responses = cx.input_responses().cloned();
+    params.request_state = cx.request_state().map(str::to_owned);
+    let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
+    let result = upstream
+        .request(request, RequestOptions::from_context(&cx))
+        .await
+        .map_err(|e| ToolError::protocol(e.into_error_data()))?;
+    match result {
+        ServerResult::GetPromptResult(rendered) => Ok(GetPromptResponse::Complete(rendered)),
+        ServerResult::InputRequiredResult(round) => Ok(GetPromptResponse::InputRequired(round)),
+        _ => Err(ToolError::new(format!(
+            "upstream '{}' answered prompts/get with another kind of result",
+            upstream.name()
+        ))),
+    }
+}
+
+fn proxy_prompt(upstream: &Upstream, prompt: Prompt) -> PromptDef {
+    let source = upstream.clone();
+    let name = prompt.name.clone();
+    let mut def = PromptDef::new(prompt.name, move |cx: Context, RawArgs(args): RawArgs| {
+        render(source.clone(), cx, name.clone(), args)
+    })
+    .arguments(prompt.arguments.unwrap_or_default());
+    if let Some(title) = prompt.title {
+        def = def.title(title);
+    }
+    if let Some(description) = prompt.description {
+        def = def.description(description);
+    }
+    if let Some(icons) = prompt.icons {
+        def = def.icons(icons);
+    }
+    if let Some(meta) = prompt.meta {
+        def = def.meta(meta);
+    }
+    def
+}
