@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Runs every server scenario of the official MCP conformance suite (the version pinned in
+# package.json here) against examples/conformance.rs over HTTP, and writes the table of
+# scenario -> result.
+#
+#   .ci/interop/conformance.sh            # report into $INTEROP_CACHE/CONFORMANCE.md
+#   .ci/interop/conformance.sh --write    # ... and update CONFORMANCE.md in the repo
+#
+# Exits non-zero on any unexpected failure, and on any unexpected pass: a scenario or check
+# listed in expected-failures.yml that passes (remove its entry). Builds the example first.
+
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+trap interop_stop_servers EXIT
+
+WRITE=false
+if [[ "${1:-}" == "--write" ]]; then WRITE=true; fi
+
+cd "$INTEROP_ROOT"
+interop_npm
+SUITE_VERSION=$(node -p 'require(process.argv[1]).version' \
+    "$INTEROP_CACHE/node_modules/@modelcontextprotocol/conformance/package.json")
+
+cargo build --example conformance
+interop_serve target/debug/examples/conformance --http 127.0.0.1:0
+
+RESULTS="$INTEROP_CACHE/results"
+rm -rf "$RESULTS"
+# The suite exits non-zero on an unexpected failure or a stale baseline entry; the report
+# below applies the same rules and names them, so its verdict is the one that counts.
+suite_rc=0
+conformance server --url "$SERVER_URL" --suite all -o "$RESULTS" \
+    --expected-failures .ci/interop/expected-failures.yml >"$INTEROP_CACHE/suite.log" 2>&1 ||
+    suite_rc=$?
+sed -n '/=== SUMMARY ===/,$p' "$INTEROP_CACHE/suite.log"
+
+report_rc=0
+python3 .ci/interop/conformance_report.py "$RESULTS" .ci/interop/expected-failures.yml \
+    "$SUITE_VERSION" "$INTEROP_CACHE/CONFORMANCE.md" || report_rc=$?
+
+if $WRITE; then
+    cp "$INTEROP_CACHE/CONFORMANCE.md" CONFORMANCE.md
+    echo "wrote CONFORMANCE.md"
+elif ! diff -q CONFORMANCE.md "$INTEROP_CACHE/CONFORMANCE.md" >/dev/null; then
+    echo "note: CONFORMANCE.md differs from this run's table (.ci/interop/conformance.sh --write updates it):"
+    diff CONFORMANCE.md "$INTEROP_CACHE/CONFORMANCE.md" || true
+fi
+
+if ((report_rc != 0 || suite_rc != 0)); then
+    interop_die "conformance: unexpected results (report exit $report_rc, suite exit $suite_rc; log: $INTEROP_CACHE/suite.log)"
+fi
