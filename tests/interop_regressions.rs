@@ -8,6 +8,7 @@
 //! | official conformance suite `input-required-result-*`, `caching` | a complete result a handler built without `resultType` went out without it (the 2026-07-28 schema requires it) |
 //! | official conformance suite `server-stateless` | `initialize`, `logging/setLevel`, `resources/(un)subscribe` with 2026-07-28 `_meta` answered HTTP 200 / `-32602` instead of 404 / `-32601` |
 //! | official conformance suite `sep-2164-resource-not-found` | an unknown resource's error had no `data.uri` |
+//! | FastMCP's Python client 4.1.7 (`fastmcp_tasks`), any task over HTTP | it sends no `Mcp-Name` on `tasks/*`, which was refused with `-32020`, so no task could be polled |
 
 use mcpkit::{
     Context, HttpConfig, HttpServer, InputRequired, Outcome, PromptDef, ResourceDef, Server,
@@ -45,10 +46,24 @@ impl Http {
 
     /// Sends one 2026-07-28 request as a conforming client does (`_meta`, `Mcp-Method`,
     /// `Mcp-Name` when the body names a target) and returns the HTTP status and message.
-    async fn send(&self, method: &str, mut params: Value) -> (u16, Value) {
+    async fn send(&self, method: &str, params: Value) -> (u16, Value) {
+        let name = params["name"].as_str().or(params["uri"].as_str());
+        let name = name.map(str::to_owned);
+        self.send_with(method, params, json!({"elicitation": {}}), name.as_deref())
+            .await
+    }
+
+    /// [`send`](Self::send) with these client capabilities and this `Mcp-Name` (or none).
+    async fn send_with(
+        &self,
+        method: &str,
+        mut params: Value,
+        capabilities: Value,
+        name: Option<&str>,
+    ) -> (u16, Value) {
         params["_meta"] = json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
             "io.modelcontextprotocol/clientInfo": {"name": "interop-regressions", "version": "0"}
         });
         let mut request = self
@@ -58,7 +73,7 @@ impl Http {
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", "2026-07-28")
             .header("mcp-method", method);
-        if let Some(name) = params["name"].as_str().or(params["uri"].as_str()) {
+        if let Some(name) = name {
             request = request.header("mcp-name", name);
         }
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
@@ -196,6 +211,57 @@ async fn conformance_sep_2164_unknown_resource_error_names_the_uri() {
     assert_eq!(
         message["error"]["data"]["uri"], "data://missing",
         "{message}"
+    );
+    http.shutdown().await;
+}
+
+#[tokio::test]
+async fn fastmcp_client_tasks_get_without_mcp_name() {
+    let server = Server::new("tasks");
+    server
+        .add_tool(ToolDef::new("now", || async { "done" }).task(true))
+        .expect("tool");
+    server
+        .add_extension(mcpkit::tasks::TasksExtension::new())
+        .expect("the tasks extension");
+    let http = Http::serve(server).await;
+    let opt_in = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let (_, created) = http
+        .send_with(
+            "tools/call",
+            json!({"name": "now"}),
+            opt_in.clone(),
+            Some("now"),
+        )
+        .await;
+    let id = created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task: {created}"))
+        .to_owned();
+    // As FastMCP's client sends it: Mcp-Method, no Mcp-Name.
+    for method in ["tasks/get", "tasks/cancel"] {
+        let (status, answer) = http
+            .send_with(method, json!({"taskId": id}), opt_in.clone(), None)
+            .await;
+        assert_eq!(status, 200, "{method}: {answer}");
+        assert_eq!(
+            answer["result"]["resultType"], "complete",
+            "{method}: {answer}"
+        );
+    }
+    // A header that disagrees with the body is still refused (SEP-2663 R48).
+    let (status, answer) = http
+        .send_with(
+            "tasks/get",
+            json!({"taskId": id}),
+            opt_in,
+            Some("another-task"),
+        )
+        .await;
+    assert_eq!(
+        (status, &answer["error"]["code"]),
+        (400, &json!(-32020)),
+        "{answer}"
     );
     http.shutdown().await;
 }
