@@ -46,6 +46,27 @@ interop_npm() {
     [[ "$version" == v22.* ]] || interop_die "expected Node 22 from $INTEROP_CACHE, got $version"
 }
 
+# interop_venv: creates (or, when the requirements changed, recreates) the venv
+# INTEROP_VENV (default .ci/cache/venv-interop) with FastMCP's client from PyPI:
+# requirements.txt, then requirements-nodeps.txt with --no-deps. Sets PYTHON.
+interop_venv() {
+    command -v python3 >/dev/null || interop_die "python3 is required for the FastMCP client"
+    local venv=${INTEROP_VENV:-$INTEROP_ROOT/.ci/cache/venv-interop}
+    local stamp="$venv/requirements.sha256"
+    local want
+    want=$(cat "$INTEROP_ROOT"/.ci/interop/requirements*.txt | sha256sum | cut -d' ' -f1)
+    if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
+        rm -rf "$venv"
+        python3 -m venv "$venv"
+        local pip=("$venv/bin/pip" install --quiet --disable-pip-version-check)
+        "${pip[@]}" -r "$INTEROP_ROOT/.ci/interop/requirements.txt"
+        "${pip[@]}" --no-deps -r "$INTEROP_ROOT/.ci/interop/requirements-nodeps.txt"
+        echo "$want" >"$stamp"
+    fi
+    PYTHON="$venv/bin/python"
+    "$PYTHON" -c 'import fastmcp, fastmcp_tasks; print("fastmcp", fastmcp.__version__)'
+}
+
 # interop_serve BINARY ARGS...: starts an mcpkit example serving HTTP on a free port and
 # waits (at most 30 s) for the `listening on URL` line it prints on stderr. Sets SERVER_URL.
 interop_serve() {
