@@ -9,7 +9,7 @@ trap interop_stop_servers EXIT
 
 cd "$INTEROP_ROOT"
 interop_npm
-cargo build --example demo
+cargo build --all-features --example demo
 DEMO="$INTEROP_ROOT/target/debug/examples/demo"
 
 # inspector-cli 1.0.3 looks for its package.json at `../package.json` relative to the
