@@ -21,8 +21,8 @@ interop_npm
 SUITE_VERSION=$(node -p 'require(process.argv[1]).version' \
     "$INTEROP_CACHE/node_modules/@modelcontextprotocol/conformance/package.json")
 
-cargo build --all-features --example conformance
-interop_serve target/debug/examples/conformance --http 127.0.0.1:0
+interop_example conformance
+interop_serve "$EXAMPLE" --http 127.0.0.1:0
 
 RESULTS="$INTEROP_CACHE/results"
 rm -rf "$RESULTS"

@@ -8,5 +8,5 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 cd "$INTEROP_ROOT"
 interop_venv
-cargo build --all-features --example demo
-"$PYTHON" tests/interop/fastmcp_client.py target/debug/examples/demo
+interop_example demo
+"$PYTHON" tests/interop/fastmcp_client.py "$EXAMPLE"

@@ -9,8 +9,8 @@ trap interop_stop_servers EXIT
 
 cd "$INTEROP_ROOT"
 interop_npm
-cargo build --all-features --example demo
-DEMO="$INTEROP_ROOT/target/debug/examples/demo"
+interop_example demo
+DEMO="$EXAMPLE"
 
 # inspector-cli 1.0.3 looks for its package.json at `../package.json` relative to the
 # working directory, then imports it relative to its own file: from node_modules/ both

@@ -67,6 +67,17 @@ interop_venv() {
     "$PYTHON" -c 'import fastmcp, fastmcp_tasks; print("fastmcp", fastmcp.__version__)'
 }
 
+# interop_example NAME: builds examples/NAME.rs (with --all-features, as the test step
+# builds it) and sets EXAMPLE to the binary, wherever CARGO_TARGET_DIR puts it.
+interop_example() {
+    cargo build --all-features --example "$1"
+    local target
+    target=$(cargo metadata --format-version 1 --no-deps |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+    EXAMPLE="$target/debug/examples/$1"
+    [[ -x "$EXAMPLE" ]] || interop_die "cargo built no $EXAMPLE"
+}
+
 # interop_serve BINARY ARGS...: starts an mcpkit example serving HTTP on a free port and
 # waits (at most 30 s) for the `listening on URL` line it prints on stderr. Sets SERVER_URL.
 interop_serve() {
