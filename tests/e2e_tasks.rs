@@ -13,7 +13,7 @@ use std::{
 use mcpkit::types::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CreateTaskResult, ErrorCode,
     ErrorData, GetTaskParams, GetTaskResult, JsonObject, TASKS_EXTENSION_ID, TaskPayload,
-    TaskStatus,
+    TaskStatus, UpdateTaskParams,
 };
 use rmcp::{ServiceError, transport::StreamableHttpClientTransport};
 use serde_json::{Value, json};
@@ -283,6 +283,51 @@ async fn optin_on_legacy_session_is_ignored(client: TestClient, log: WireLog) {
     assert!(counts.call_results >= 1, "{counts:?}");
 }
 
+/// The full task lifecycle with an input round, on rmcp's typed task API: `ask_name` as a
+/// task (`call_tool_once` → `CallToolResponse::Task`), `get_task` until `input_required`,
+/// `update_task` answering the elicitation under the server's key, `get_task` until
+/// `completed` with the greeting.
+async fn ask_name_task_with_input_round(client: TestClient, log: WireLog) {
+    let created = submit(&client, "ask_name", json!({})).await;
+    let task_id = created.task.task_id.clone();
+
+    let parked = poll_until(&client, &task_id, TaskStatus::InputRequired).await;
+    let TaskPayload::InputRequired { input_requests } = &parked.task.payload else {
+        panic!("an input_required task lists its requests: {parked:?}");
+    };
+    let keys: Vec<String> = input_requests.keys().cloned().collect();
+    assert_eq!(keys.len(), 1, "ask_name asks one question: {parked:?}");
+    let request = serde_json::to_value(&input_requests[&keys[0]]).expect("a request");
+    assert_eq!(request["method"], "elicitation/create", "{request}");
+
+    let mut answers = mcpkit::types::InputResponses::new();
+    answers.insert(
+        keys[0].clone(),
+        json!({"action": "accept", "content": {"name": "Ada"}}),
+    );
+    client
+        .update_task(UpdateTaskParams::new(task_id.clone(), answers))
+        .await
+        .expect("tasks/update");
+
+    let done = poll_until(&client, &task_id, TaskStatus::Completed).await;
+    let TaskPayload::Completed { result } = &done.task.payload else {
+        panic!("a completed task carries its result: {done:?}");
+    };
+    assert_eq!(
+        result["content"][0]["text"], "Hello, Ada!",
+        "the answer reached the tool: {result:?}"
+    );
+
+    client.cancel().await.expect("close the client");
+    let (counts, gets) = validate_wire(&log);
+    assert_eq!(counts.tasks, 1, "{counts:?}");
+    assert!(
+        gets >= 2,
+        "input_required and completed were validated: {counts:?}"
+    );
+}
+
 /// Runs `scenario` against the demo as a stdio child process; `tasks` is the opt-in.
 async fn over_stdio<F, Fut>(lifecycle: Lifecycle, tasks: bool, scenario: F)
 where
@@ -373,4 +418,14 @@ async fn stdio_optin_on_2025_11_25_is_ignored() {
 #[tokio::test]
 async fn http_optin_on_2025_11_25_is_ignored() {
     over_http(Lifecycle::Legacy, true, optin_on_legacy_session_is_ignored).await;
+}
+
+#[tokio::test]
+async fn stdio_ask_name_task_with_input_round() {
+    over_stdio(Lifecycle::Modern, true, ask_name_task_with_input_round).await;
+}
+
+#[tokio::test]
+async fn http_ask_name_task_with_input_round() {
+    over_http(Lifecycle::Modern, true, ask_name_task_with_input_round).await;
 }

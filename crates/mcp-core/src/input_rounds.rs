@@ -22,7 +22,8 @@ use std::time::Duration;
 
 use mcp_types::{
     CallToolResponse, ClientCapabilities, ErrorData, GetPromptResponse, InputRequest,
-    InputRequests, InputRequiredResult, InputResponses, ReadResourceResponse, ServerRequest,
+    InputRequests, InputRequiredResult, InputResponses, ReadResourceResponse, ResultType,
+    ServerRequest,
 };
 use rmcp::{
     RoleServer,
@@ -95,6 +96,12 @@ pub(crate) fn binding(
 /// A response that may be an input round.
 pub(crate) trait InputRound {
     fn input_round(&mut self) -> Option<&mut InputRequiredResult>;
+
+    /// Gives a complete result without `resultType` its `"complete"`: the 2026-07-28 schema
+    /// requires the field, and a handler may return a result it deserialized from a peer
+    /// that never wrote it (a 2025-11-25 upstream, or JSON written by hand). rmcp strips it
+    /// again for 2025-11-25 clients.
+    fn fill_result_type(&mut self);
 }
 
 impl InputRound for CallToolResponse {
@@ -102,6 +109,12 @@ impl InputRound for CallToolResponse {
         match self {
             CallToolResponse::InputRequired(round) => Some(round),
             _ => None,
+        }
+    }
+
+    fn fill_result_type(&mut self) {
+        if let CallToolResponse::Complete(result) = self {
+            result.result_type.get_or_insert(ResultType::COMPLETE);
         }
     }
 }
@@ -113,6 +126,12 @@ impl InputRound for ReadResourceResponse {
             _ => None,
         }
     }
+
+    fn fill_result_type(&mut self) {
+        if let ReadResourceResponse::Complete(result) = self {
+            result.result_type.get_or_insert(ResultType::COMPLETE);
+        }
+    }
 }
 
 impl InputRound for GetPromptResponse {
@@ -120,6 +139,12 @@ impl InputRound for GetPromptResponse {
         match self {
             GetPromptResponse::InputRequired(round) => Some(round),
             _ => None,
+        }
+    }
+
+    fn fill_result_type(&mut self) {
+        if let GetPromptResponse::Complete(result) = self {
+            result.result_type.get_or_insert(ResultType::COMPLETE);
         }
     }
 }

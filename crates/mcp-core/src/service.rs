@@ -11,7 +11,7 @@ use std::sync::{
 
 use mcp_types::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CancelledNotificationParam,
-    CustomNotification, CustomRequest, CustomResult, DiscoverResult, ErrorData,
+    CustomNotification, CustomRequest, CustomResult, DiscoverResult, ErrorCode, ErrorData,
     GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult,
     InitializeRequestParams, InitializeResult, InputResponses, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
@@ -161,6 +161,7 @@ impl McpService {
             finish.finish(reply.is_ok());
             let mut response = reply?;
             let Some(round) = response.input_round() else {
+                response.fill_result_type();
                 return Ok(response);
             };
             if base.era() != Era::Legacy {
@@ -347,6 +348,15 @@ async fn forward_list_changes(
         }
     }
 }
+
+/// Methods of the 2025-11-25 lifecycle that 2026-07-28 removed (SEP-2575). rmcp answers the
+/// well-formed ones itself; malformed ones reach [`McpService::on_custom_request`].
+const REMOVED_IN_2026: &[&str] = &[
+    "initialize",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
 
 /// Known specification methods whose params rmcp could not parse arrive as custom requests;
 /// they deserve `-32602`, not `-32601`.
@@ -634,6 +644,17 @@ impl ServerHandler for McpService {
         context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
         let CustomRequest { method, params, .. } = request;
+        if REMOVED_IN_2026.contains(&method.as_str())
+            && RequestScope::from_rmcp(context.clone()).era() == Era::Modern
+        {
+            // A method 2026-07-28 removed is unknown there, whatever its params: -32601
+            // (which rmcp's HTTP transport sends as 404), not -32602 for params it never reads.
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("{method} is not a 2026-07-28 method"),
+                None,
+            ));
+        }
         if let Some(error) = malformed_known_method(&method, params.clone()) {
             return Err(error);
         }

@@ -80,8 +80,13 @@ impl ResourceRead {
 
 crate::builders::request_builders!(ResourceRead, "mcp_core::ResourceRead::new(\"data://x\")");
 
+/// `-32002` (rmcp sends `-32602` to 2026-07-28 clients) with the URI in `data.uri`, as
+/// SEP-2164 asks.
 pub(crate) fn unknown_resource(uri: &str) -> ErrorData {
-    ErrorData::resource_not_found(format!("Unknown resource: '{uri}'"), None)
+    ErrorData::resource_not_found(
+        format!("Unknown resource: '{uri}'"),
+        Some(serde_json::json!({ "uri": uri })),
+    )
 }
 
 impl Server {

@@ -173,6 +173,8 @@ async fn json_rpc_parse_errors(
             .into_response();
         }
     };
+    let mut parts = parts;
+    fill_missing_task_name(&mut parts.headers, &bytes);
     let response = next
         .run(axum::extract::Request::from_parts(
             parts,
@@ -204,6 +206,30 @@ async fn json_rpc_parse_errors(
         },
     };
     json_rpc_error(http::StatusCode::BAD_REQUEST, id, code, message).into_response()
+}
+
+/// FastMCP's Python client (4.1) sends `Mcp-Method` but no `Mcp-Name` on `tasks/get`,
+/// `tasks/update` and `tasks/cancel`, which rmcp refuses (`-32020`), so no task of an
+/// mcpkit server could be polled from it over HTTP. The header only repeats
+/// `params.taskId` for routing, so a missing one is taken from the body; a header that is
+/// present and disagrees with the body is still refused (SEP-2663 R48).
+fn fill_missing_task_name(headers: &mut http::HeaderMap, body: &[u8]) {
+    const NAME: &str = "mcp-name";
+    let is_task_method = headers
+        .get("mcp-method")
+        .and_then(|method| method.to_str().ok())
+        .is_some_and(|method| matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel"));
+    if !is_task_method || headers.contains_key(NAME) {
+        return;
+    }
+    let Ok(message) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return;
+    };
+    let task_id = message["params"]["taskId"].as_str();
+    // A task id that is not a plain header value is left to rmcp's own refusal.
+    if let Some(value) = task_id.and_then(|id| http::HeaderValue::from_str(id).ok()) {
+        headers.insert(NAME, value);
+    }
 }
 
 fn json_rpc_error(

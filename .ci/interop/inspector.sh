@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Smoke test with the MCP Inspector CLI (@modelcontextprotocol/inspector-cli, pinned in
+# package.json here): lists the demo's tools and calls `add` over stdio and over
+# Streamable HTTP, checking the answers. Builds the demo first.
+
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+trap interop_stop_servers EXIT
+
+cd "$INTEROP_ROOT"
+interop_npm
+interop_example demo
+DEMO="$EXAMPLE"
+
+# inspector-cli 1.0.3 looks for its package.json at `../package.json` relative to the
+# working directory, then imports it relative to its own file: from node_modules/ both
+# resolve (the cache's package.json is the parent), from anywhere else the CLI fails.
+inspector() {
+    (cd "$INTEROP_CACHE/node_modules" && mcp-inspector-cli --cli "$@")
+}
+
+# check WHAT OUTPUT PATTERN: fails unless the JSON OUTPUT matches the extended regex.
+check() {
+    if grep -Eq "$3" <<<"$2"; then
+        echo "PASS $1"
+    else
+        printf 'FAIL %s: no match for %s in:\n%s\n' "$1" "$3" "$2"
+        FAILED=$((FAILED + 1))
+    fi
+}
+
+FAILED=0
+interop_serve "$DEMO" --http 127.0.0.1:0
+for transport in stdio http; do
+    if [[ $transport == stdio ]]; then
+        target=("$DEMO" --stdio)
+    else
+        target=("$SERVER_URL" --transport http)
+    fi
+    tools=$(inspector "${target[@]}" --method tools/list)
+    check "$transport tools/list" "$tools" '"name": "child_multiply"'
+    added=$(inspector "${target[@]}" --method tools/call --tool-name add --tool-arg a=2 b=3)
+    check "$transport tools/call add" "$added" '"result": 5'
+done
+echo "$((4 - FAILED)) passed, $FAILED failed"
+((FAILED == 0))

@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""FastMCP's Python client (fastmcp 4.1 with fastmcp-tasks) against the mcpkit demo server.
+
+    fastmcp_client.py DEMO_BINARY
+
+Drives the demo over stdio (the client spawns it) and over Streamable HTTP (this script
+spawns `DEMO_BINARY --http 127.0.0.1:0` and reads its URL from stderr): listing, plain
+calls, a task call the client resolves transparently, a raw task handle polled to
+completion, an input round inside a task, cancel, -32021 for `required_task` from a client
+that did not opt in to tasks, and a legacy (2025-11-25) connection. Prints one line per
+check and ends with `N passed, M failed`; exits 1 if any check failed. Run by
+.ci/interop/fastmcp.sh.
+"""
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+import traceback
+
+from fastmcp import Client
+from fastmcp.client.elicitation import ElicitResult
+from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
+from fastmcp.exceptions import ToolError
+from fastmcp_tasks import call_tool_task
+from mcp.shared.exceptions import MCPError
+
+#: Every check's verdict: (transport, name, error or None).
+RESULTS = []
+
+#: The demo's suggested pollIntervalMs, lowered so the polling checks stay quick.
+DEMO_ENV = {**os.environ, "MCP_TASKS_POLL_INTERVAL_MS": "50"}
+
+#: How long a task may take to reach a state before the check fails.
+DEADLINE_S = 15.0
+
+TERMINAL = {"completed", "failed", "cancelled"}
+
+
+async def answer_name(message, response_type, params, context):
+    """The elicitation handler: every question gets the name Ada."""
+    return ElicitResult(action="accept", content={"name": "Ada"})
+
+
+class TasklessClient(Client):
+    """A Client without the tasks extension fastmcp-tasks folds into every Client (the
+    switch is a class attribute, read while the client is built)."""
+
+    _auto_internal_extensions = False
+
+
+def client(transport, *, mode="auto", tasks=True):
+    """A FastMCP client; `tasks=False` leaves out the tasks extension."""
+    kind = Client if tasks else TasklessClient
+    return kind(transport, mode=mode, elicitation_handler=answer_name, timeout=30)
+
+
+def expect(condition, message):
+    if not condition:
+        raise AssertionError(message)
+
+
+def structured(result):
+    """A tool result's value: `structuredContent.result` (the demo wraps scalars)."""
+    content = result.structured_content or {}
+    return content.get("result", content)
+
+
+async def wait_for(task, states):
+    """Polls a ToolTask's status until it is in `states`, within DEADLINE_S."""
+    deadline = time.monotonic() + DEADLINE_S
+    while True:
+        status = await task.status()
+        if status.status in states:
+            return status
+        expect(status.status not in TERMINAL, f"task ended {status.status}, wanted {states}")
+        expect(time.monotonic() < deadline, f"task still {status.status} after {DEADLINE_S}s")
+        # The server's pollIntervalMs paces a real client the same way.
+        await asyncio.sleep(0.05)
+
+
+# ---- the checks: each takes a transport factory --------------------------------------------
+
+
+async def listing(make):
+    async with client(make()) as c:
+        tools = {t.name: t for t in await c.list_tools()}
+        want = {"add", "parent_tool", "sleep_task", "required_task", "ask_name",
+                "child_multiply", "child_echo"}
+        expect(want <= set(tools), f"tools: {sorted(tools)}")
+        expect(tools["add"].inputSchema["required"] == ["a", "b"], tools["add"].inputSchema)
+        resources = [str(r.uri) for r in await c.list_resources()]
+        expect("demo://readme" in resources, resources)
+        templates = [t.uriTemplate for t in await c.list_resource_templates()]
+        expect("users://child/{id}/profile" in templates, templates)
+        prompts = [p.name for p in await c.list_prompts()]
+        expect("child_greet" in prompts, prompts)
+
+
+async def plain_calls(make):
+    async with client(make()) as c:
+        expect(structured(await c.call_tool("add", {"a": 2, "b": 3})) == 5, "add(2, 3)")
+        echoed = await c.call_tool("child_echo", {"message": "hi"})
+        expect(echoed.content[0].text == "hi", echoed)
+        readme = await c.read_resource("demo://readme")
+        expect("mcpkit demo" in readme[0].text, readme)
+        profile = await c.read_resource("users://child/7/profile")
+        expect('"id":7' in profile[0].text.replace(" ", ""), profile)
+        greeting = await c.get_prompt("child_greet", {"name": "Ada", "style": "formal"})
+        expect("formal greeting to Ada" in greeting.messages[0].content.text, greeting)
+        try:
+            await c.call_tool("add", {"a": "x", "b": 1})
+            raise AssertionError("add with a non-integer must fail")
+        except (ToolError, MCPError) as error:
+            expect("a" in str(error), error)
+
+
+async def transparent_task(make):
+    async with client(make()) as c:
+        # parent_tool runs as a task for this opted-in client; call_tool polls it to the end.
+        result = await c.call_tool("parent_tool", {"value": 4})
+        expect(structured(result) == 40, result)
+        # An input round inside a task, answered through the elicitation handler.
+        greeting = await c.call_tool("ask_name", {})
+        expect(greeting.content[0].text == "Hello, Ada!", greeting)
+
+
+async def raw_task_handle(make):
+    async with client(make()) as c:
+        task = await call_tool_task(c, "child_multiply", {"a": 6, "b": 7})
+        expect(task.task_id, "a task id")
+        final = await wait_for(task, {"completed"})
+        expect(final.status == "completed", final)
+        result = await task.result()
+        expect(structured(result) == 42, result)
+
+
+async def cancel(make):
+    async with client(make()) as c:
+        task = await call_tool_task(c, "sleep_task", {"seconds": 30})
+        await wait_for(task, {"working"})
+        await task.cancel()
+        final = await wait_for(task, TERMINAL)
+        expect(final.status == "cancelled", final)
+
+
+async def required_task_without_opt_in(make):
+    async with client(make(), tasks=False) as c:
+        try:
+            await c.call_tool("required_task", {"value": 1})
+            raise AssertionError("required_task answered a client that did not opt in")
+        except MCPError as error:
+            expect(error.error.code == -32021, error.error)
+        # An optional task tool simply runs synchronously for this client.
+        expect(structured(await c.call_tool("parent_tool", {"value": 2})) == 20, "sync")
+
+
+async def legacy_connection(make):
+    async with client(make(), mode="legacy") as c:
+        expect(c.protocol_version == "2025-11-25", c.protocol_version)
+        expect(structured(await c.call_tool("add", {"a": 40, "b": 2})) == 42, "add")
+        # No tasks on this era: a task-capable tool runs synchronously.
+        expect(structured(await c.call_tool("child_multiply", {"a": 3, "b": 4})) == 12, "mul")
+        # The input round becomes a real elicitation/create request.
+        greeting = await c.call_tool("ask_name", {})
+        expect(greeting.content[0].text == "Hello, Ada!", greeting)
+
+
+CHECKS = [listing, plain_calls, transparent_task, raw_task_handle, cancel,
+          required_task_without_opt_in, legacy_connection]
+
+
+# ---- transports ----------------------------------------------------------------------------
+
+
+class HttpDemo:
+    """The demo serving HTTP on a free port; its URL comes from its first stderr line."""
+
+    def __init__(self, binary):
+        self.process = subprocess.Popen(
+            [binary, "--http", "127.0.0.1:0"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=DEMO_ENV,
+        )
+        # readline blocks until the line arrives or the process exits (EOF): no polling.
+        line = self.process.stderr.readline()
+        if not line.startswith("listening on "):
+            self.process.kill()
+            raise RuntimeError(f"the demo did not start: {line!r}")
+        self.url = line.removeprefix("listening on ").strip()
+        # Keep draining stderr so the demo never blocks on a full pipe.
+        self.drain = asyncio.get_running_loop().run_in_executor(
+            None, self.process.stderr.read)
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+async def run_all(binary):
+    http = HttpDemo(binary)
+    transports = {
+        "stdio": lambda: StdioTransport(binary, ["--stdio"], env=DEMO_ENV, keep_alive=False),
+        "http": lambda: StreamableHttpTransport(http.url),
+    }
+    try:
+        for transport, make in transports.items():
+            for check in CHECKS:
+                try:
+                    await asyncio.wait_for(check(make), timeout=60)
+                    RESULTS.append((transport, check.__name__, None))
+                    print(f"PASS {transport} {check.__name__}", flush=True)
+                except Exception as error:  # a check's failure, whatever it is
+                    RESULTS.append((transport, check.__name__, error))
+                    print(f"FAIL {transport} {check.__name__}: {error!r}", flush=True)
+                    traceback.print_exc()
+    finally:
+        http.stop()
+        await http.drain
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    asyncio.run(run_all(sys.argv[1]))
+    failed = sum(1 for _, _, error in RESULTS if error is not None)
+    print(f"{len(RESULTS) - failed} passed, {failed} failed")
+    sys.exit(1 if failed or not RESULTS else 0)
+
+
+if __name__ == "__main__":
+    main()
