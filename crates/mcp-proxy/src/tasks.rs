@@ -23,8 +23,8 @@ use async_trait::async_trait;
 use mcp_core::{BoxError, CallTool, Context, Era, Extension, Server, ToolCallNext};
 use mcp_tasks::TasksExtension;
 use mcp_types::{
-    CallToolResponse, CancelTaskParams, ClientCapabilities, ErrorCode, ErrorData, GetTaskParams,
-    JsonObject, ServerResult, TASKS_EXTENSION_ID, TaskAckResult, UpdateTaskParams,
+    CallToolResponse, CancelTaskParams, ErrorCode, ErrorData, GetTaskParams, JsonObject,
+    ServerResult, TASKS_EXTENSION_ID, TaskAckResult, UpdateTaskParams,
 };
 use rmcp::model::{CancelTaskRequest, ClientRequest, GetTaskRequest, UpdateTaskRequest};
 use serde_json::Value;
@@ -175,35 +175,6 @@ impl ProxyTasks {
         })
     }
 
-    /// Checks what `TasksExtension` checks before any lookup (era, then opt-in, R6).
-    fn gate(cx: &Context, method: &str) -> Result<(), ErrorData> {
-        let scope = cx.scope();
-        if scope.era() == Era::Legacy {
-            let version = scope
-                .protocol_version()
-                .map(|v| v.as_str().to_owned())
-                .unwrap_or_default();
-            return Err(ErrorData::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                format!("Method '{method}' is not available at protocol version '{version}'."),
-                None,
-            ));
-        }
-        if scope.client_extension(TASKS_EXTENSION_ID).is_none() {
-            return Err(ErrorData::new(
-                ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
-                format!(
-                    "This request targets the tasks extension ({TASKS_EXTENSION_ID}); the client did not declare it for this request."
-                ),
-                serde_json::to_value(serde_json::json!({
-                    "requiredCapabilities": ClientCapabilities::builder().enable_tasks().build()
-                }))
-                .ok(),
-            ));
-        }
-        Ok(())
-    }
-
     async fn route(
         &self,
         cx: &Context,
@@ -211,7 +182,7 @@ impl ProxyTasks {
         params: Value,
         proxy_id: String,
     ) -> Result<Value, ErrorData> {
-        Self::gate(cx, method)?;
+        mcp_tasks::gate_tasks_request(cx, method)?;
         let Some((upstream_name, upstream_id)) = self.signer.open(&proxy_id, &caller_key(cx))
         else {
             return Err(not_found(&proxy_id));
@@ -305,11 +276,11 @@ impl Extension for ProxyTasks {
             }
             (_, Some(local)) => local.handle_request(cx, method, Some(params)).await,
             (Some(id), None) => {
-                Self::gate(&cx, method)?;
+                mcp_tasks::gate_tasks_request(&cx, method)?;
                 Err(not_found(&id))
             }
             (None, None) => {
-                Self::gate(&cx, method)?;
+                mcp_tasks::gate_tasks_request(&cx, method)?;
                 Err(ErrorData::invalid_params(
                     format!("Invalid params for {method}: missing field `taskId`"),
                     None,

@@ -267,30 +267,8 @@ impl TasksExtension {
         params: Option<Value>,
     ) -> Result<Value, ErrorData> {
         let scope = cx.scope();
-        if scope.era() == Era::Legacy {
-            let version = scope
-                .protocol_version()
-                .map(|v| v.as_str().to_owned())
-                .unwrap_or_default();
-            return Err(ErrorData::new(
-                mcp_types::ErrorCode::METHOD_NOT_FOUND,
-                format!("Method '{method}' is not available at protocol version '{version}'."),
-                None,
-            ));
-        }
         // R6: checked before any lookup, so a bogus id also gets -32021.
-        if scope.client_extension(TASKS_EXTENSION_ID).is_none() {
-            return Err(ErrorData::new(
-                mcp_types::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
-                format!(
-                    "This request targets the tasks extension ({TASKS_EXTENSION_ID}); the client did not declare it for this request."
-                ),
-                serde_json::to_value(serde_json::json!({
-                    "requiredCapabilities": ClientCapabilities::builder().enable_tasks().build()
-                }))
-                .ok(),
-            ));
-        }
+        gate_tasks_request(cx, method)?;
         let params = params.unwrap_or(Value::Null);
         let invalid = |e: serde_json::Error| {
             ErrorData::invalid_params(format!("Invalid params for {method}: {e}"), None)
@@ -344,6 +322,44 @@ impl TasksExtension {
             )),
         }
     }
+}
+
+/// What every `tasks/*` request must pass before anything is looked up (R6): a 2026-07-28
+/// request (`-32601` on 2025-11-25, where the extension is not defined, C44) that declares
+/// the extension in its own `_meta` (`-32021` otherwise, R5). For other extensions that
+/// answer `tasks/*` (a proxy's passthrough).
+///
+/// ```
+/// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), mcp_core::RequestScope::new());
+/// let refused = mcp_tasks::gate_tasks_request(&cx, "tasks/get").unwrap_err();
+/// assert_eq!(refused.code.0, -32021);
+/// ```
+pub fn gate_tasks_request(cx: &Context, method: &str) -> Result<(), ErrorData> {
+    let scope = cx.scope();
+    if scope.era() == Era::Legacy {
+        let version = scope
+            .protocol_version()
+            .map(|v| v.as_str().to_owned())
+            .unwrap_or_default();
+        return Err(ErrorData::new(
+            mcp_types::ErrorCode::METHOD_NOT_FOUND,
+            format!("Method '{method}' is not available at protocol version '{version}'."),
+            None,
+        ));
+    }
+    if scope.client_extension(TASKS_EXTENSION_ID).is_none() {
+        return Err(ErrorData::new(
+            mcp_types::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            format!(
+                "This request targets the tasks extension ({TASKS_EXTENSION_ID}); the client did not declare it for this request."
+            ),
+            serde_json::to_value(serde_json::json!({
+                "requiredCapabilities": ClientCapabilities::builder().enable_tasks().build()
+            }))
+            .ok(),
+        ));
+    }
+    Ok(())
 }
 
 #[async_trait]

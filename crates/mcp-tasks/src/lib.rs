@@ -54,7 +54,7 @@ pub mod worker;
 pub use config::TasksConfig;
 pub use connect::{ConnectError, Connected, connect};
 pub use engine::Engine;
-pub use extension::TasksExtension;
+pub use extension::{TasksExtension, gate_tasks_request};
 pub use ids::new_task_id;
 pub use owner::{TaskSnapshot, resolve_owning_server, resolve_tool};
 pub use worker::Worker;
