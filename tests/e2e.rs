@@ -9,7 +9,7 @@ use rmcp::{ServiceError, transport::StreamableHttpClientTransport};
 use serde_json::{Value, json};
 use test_helpers::{
     client::{Lifecycle, TestClient, connect},
-    wire::{WireLog, record_http, spawn_stdio},
+    wire::WireLog,
 };
 
 const EXPECTED_TOOLS: [&str; 9] = [
@@ -113,9 +113,7 @@ async fn scenario(client: TestClient, log: WireLog, lifecycle: Lifecycle) {
 }
 
 async fn over_stdio(lifecycle: Lifecycle) {
-    let mut command = tokio::process::Command::new(common::demo_binary());
-    command.arg("--stdio");
-    let child = spawn_stdio(&mut command).expect("spawn the demo over stdio");
+    let child = common::demo_stdio();
     let client = connect(child.transport, lifecycle, false)
         .await
         .expect("connect over stdio");
@@ -123,10 +121,8 @@ async fn over_stdio(lifecycle: Lifecycle) {
 }
 
 async fn over_http(lifecycle: Lifecycle) {
-    let demo = common::spawn_demo_http().await;
-    let recorder = record_http(&demo.url)
-        .await
-        .expect("start the recording proxy");
+    let http = common::demo_http_recorded().await;
+    let recorder = &http.recorder;
     let transport = StreamableHttpClientTransport::from_uri(recorder.url.clone());
     let client = connect(transport, lifecycle, false)
         .await

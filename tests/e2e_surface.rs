@@ -18,7 +18,7 @@ use rmcp::{
 use serde_json::{Value, json};
 use test_helpers::{
     client::{ClientEvent, Lifecycle, RecordingClient, connect_with},
-    wire::{WireLog, record_http, spawn_stdio},
+    wire::WireLog,
 };
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -228,9 +228,7 @@ fn handler() -> (RecordingClient, UnboundedReceiver<ClientEvent>) {
 }
 
 async fn over_stdio(lifecycle: Lifecycle) {
-    let mut command = tokio::process::Command::new(common::demo_binary());
-    command.arg("--stdio");
-    let child = spawn_stdio(&mut command).expect("spawn the demo over stdio");
+    let child = common::demo_stdio();
     let (handler, events) = handler();
     let client = connect_with(handler, child.transport, lifecycle)
         .await
@@ -239,10 +237,8 @@ async fn over_stdio(lifecycle: Lifecycle) {
 }
 
 async fn over_http(lifecycle: Lifecycle) {
-    let demo = common::spawn_demo_http().await;
-    let recorder = record_http(&demo.url)
-        .await
-        .expect("start the recording proxy");
+    let http = common::demo_http_recorded().await;
+    let recorder = &http.recorder;
     let transport = StreamableHttpClientTransport::from_uri(recorder.url.clone());
     let (handler, events) = handler();
     let client = connect_with(handler, transport, lifecycle)

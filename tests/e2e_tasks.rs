@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use test_helpers::{
     client::{Lifecycle, TestClient, connect},
     schema::{Spec, assert_valid},
-    wire::{WireCounts, WireLog, record_http, spawn_stdio},
+    wire::{WireCounts, WireLog},
 };
 
 /// How long a poll loop may run before the test gives up: generous, only there so a broken
@@ -334,9 +334,7 @@ where
     F: FnOnce(TestClient, WireLog) -> Fut,
     Fut: Future<Output = ()>,
 {
-    let mut command = tokio::process::Command::new(common::demo_binary());
-    command.arg("--stdio");
-    let child = spawn_stdio(&mut command).expect("spawn the demo over stdio");
+    let child = common::demo_stdio();
     let client = connect(child.transport, lifecycle, tasks)
         .await
         .expect("connect over stdio");
@@ -349,10 +347,8 @@ where
     F: FnOnce(TestClient, WireLog) -> Fut,
     Fut: Future<Output = ()>,
 {
-    let demo = common::spawn_demo_http().await;
-    let recorder = record_http(&demo.url)
-        .await
-        .expect("start the recording proxy");
+    let http = common::demo_http_recorded().await;
+    let recorder = &http.recorder;
     let transport = StreamableHttpClientTransport::from_uri(recorder.url.clone());
     let client = connect(transport, lifecycle, tasks)
         .await
