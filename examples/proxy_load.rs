@@ -18,6 +18,7 @@
 //! and proxied rows alternate (direct, proxied, direct, proxied) so drift hits both.
 
 use std::{
+    future::Future,
     sync::{
         Arc,
         atomic::{AtomicUsize, Ordering},
@@ -26,7 +27,7 @@ use std::{
 };
 
 use clap::Parser;
-use mcp_proxy::{HttpTarget, ProxyServer, Upstream};
+use mcp_proxy::{HttpTarget, ProxyServer, RequestOptions, Upstream};
 use mcpkit::{Args, CancellationToken, HttpConfig, HttpServer, Server, ToolDef, ToolError};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -192,6 +193,24 @@ async fn run_row(
     })
 }
 
+/// `--warmup` unrecorded then `--calls` recorded sequential runs of `call`, sorted.
+async fn sample<F, Fut>(cli: &Cli, mut call: F) -> Result<Vec<Duration>, Error>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<(), Error>>,
+{
+    let mut samples = Vec::with_capacity(cli.calls);
+    for i in 0..cli.warmup + cli.calls {
+        let began = Instant::now();
+        call().await?;
+        if i >= cli.warmup {
+            samples.push(began.elapsed());
+        }
+    }
+    samples.sort_unstable();
+    Ok(samples)
+}
+
 fn micros(d: Duration) -> String {
     format!("{} µs", d.as_micros())
 }
@@ -277,25 +296,40 @@ async fn run(cli: Cli) -> Result<(), Error> {
     }
     print_rows(&rows);
 
-    // Attribution: the gateway called in process (no front HTTP), its upstream over HTTP.
-    let mut samples = Vec::with_capacity(cli.calls);
-    for i in 0..cli.warmup + cli.calls {
-        let began = Instant::now();
-        gateway
-            .call_tool("up_add", json!({"a": 40, "b": 2}))
+    // Attribution, 1 caller each: the proxy's upstream client alone, then the gateway called
+    // in process (no front HTTP); both reach the upstream over HTTP.
+    let client = Upstream::http("upstream", HttpTarget::new(&upstream_url));
+    let arguments = json!({"a": 40, "b": 2});
+    let arguments = arguments.as_object().cloned().unwrap_or_default();
+    let alone = sample(&cli, || async {
+        client
+            .call_tool("add", arguments.clone(), RequestOptions::default())
             .await
-            .map_err(|e| e.message.to_string())?;
-        if i >= cli.warmup {
-            samples.push(began.elapsed());
-        }
-    }
-    samples.sort_unstable();
+            .map(drop)
+            .map_err(Error::from)
+    })
+    .await?;
+    let in_process = sample(&cli, || async {
+        gateway
+            .call_tool("up_add", Value::Object(arguments.clone()))
+            .await
+            .map(drop)
+            .map_err(|e| Error::from(e.message.to_string()))
+    })
+    .await?;
     println!();
-    println!(
-        "gateway in process (Server::call_tool), upstream over HTTP, 1 caller: p50 {}, p99 {}",
-        micros(percentile(&samples, 50.0)),
-        micros(percentile(&samples, 99.0))
-    );
+    println!("| attribution, 1 caller, upstream over HTTP | p50 | p99 |");
+    println!("|---|---:|---:|");
+    for (case, samples) in [
+        ("the proxy's upstream client alone (Upstream::call_tool)", alone),
+        ("the gateway in process (Server::call_tool)", in_process),
+    ] {
+        println!(
+            "| {case} | {} | {} |",
+            micros(percentile(&samples, 50.0)),
+            micros(percentile(&samples, 99.0))
+        );
+    }
     stop.cancel();
     Ok(())
 }

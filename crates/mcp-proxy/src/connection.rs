@@ -42,6 +42,7 @@ use crate::{
     CommandTarget, HttpTarget, ProxyError, UpstreamOptions,
     forwarding::{ForwardedHeaders, ForwardingClient},
     listing,
+    stateless::{PostError, Poster, has_param_headers},
 };
 
 /// Per-request options of [`Upstream::request`] and [`Upstream::call_tool`].
@@ -128,6 +129,8 @@ pub(crate) struct Session {
     instructions: Option<String>,
     /// The client capabilities requests carry (plus tasks, when a call opts in).
     capabilities: ClientCapabilities,
+    /// Posts calls directly, for 2026-07-28 sessions over HTTP.
+    poster: Option<Poster>,
 }
 
 impl Session {
@@ -322,6 +325,13 @@ impl Upstream {
                 ServerResult::ListToolsResult(page) => page,
                 other => return Err(self.unexpected("tools/list", &other)),
             };
+            if let Some(session) = self.inner.current.load_full()
+                && let Some(poster) = &session.poster
+            {
+                poster.learn_tools(page.tools.iter().map(|tool| {
+                    (tool.name.as_ref(), has_param_headers(&tool.input_schema))
+                }));
+            }
             tools.extend(page.tools.into_iter().map(ToolDescriptor::from));
             match page.next_cursor {
                 Some(next) if !next.is_empty() => cursor = Some(next),
@@ -398,6 +408,38 @@ impl Upstream {
         let never = CancellationToken::new();
         let cancel = options.cancel.unwrap_or(&never);
         let timeout = self.inner.options.call_timeout;
+        if let Some(poster) = &session.poster
+            && let Some(name) = poster.routes(&request)
+        {
+            let posted = poster.post(request, &name, options.tasks_opt_in);
+            let outcome = tokio::select! {
+                outcome = tokio::time::timeout(timeout, posted) => outcome,
+                // Dropping the POST closes its connection: the upstream cancels the handler.
+                () = cancel.cancelled() => return Err(self.cancelled(&method)),
+            };
+            return match outcome {
+                Ok(Ok(result)) => Ok(result),
+                Ok(Err(PostError::Upstream(error))) => Err(ProxyError::Upstream(error)),
+                Ok(Err(PostError::Lost(reason))) => {
+                    tracing::debug!(upstream = %self.inner.name, %method, %reason, "upstream call lost");
+                    self.drop_session(&session);
+                    Err(ProxyError::Disconnected {
+                        upstream: self.inner.name.clone(),
+                        method,
+                    })
+                }
+                Ok(Err(PostError::Protocol(detail))) => Err(ProxyError::Protocol {
+                    upstream: self.inner.name.clone(),
+                    method,
+                    detail,
+                }),
+                Err(_elapsed) => Err(ProxyError::Timeout {
+                    upstream: self.inner.name.clone(),
+                    method,
+                    timeout,
+                }),
+            };
+        }
         let handle = match session
             .peer
             .send_request_with_option(request, peer_options)
@@ -411,10 +453,7 @@ impl Upstream {
             outcome = tokio::time::timeout(timeout, handle.await_response()) => outcome,
             () = cancel.cancelled() => {
                 notify_cancelled(&session.peer, id, "cancelled by the proxy's client").await;
-                return Err(ProxyError::Upstream(mcp_types::ErrorData::internal_error(
-                    format!("request {method} to upstream '{}' was cancelled", self.inner.name),
-                    None,
-                )));
+                return Err(self.cancelled(&method));
             }
         };
         match outcome {
@@ -429,6 +468,16 @@ impl Upstream {
                 })
             }
         }
+    }
+
+    fn cancelled(&self, method: &str) -> ProxyError {
+        ProxyError::Upstream(mcp_types::ErrorData::internal_error(
+            format!(
+                "request {method} to upstream '{}' was cancelled",
+                self.inner.name
+            ),
+            None,
+        ))
     }
 
     /// Maps an rmcp error; a closed transport drops the session.
@@ -618,15 +667,26 @@ impl Upstream {
                     headers.insert(name, value);
                 }
                 config = config.custom_headers(headers);
-                let transport = StreamableHttpClientTransport::with_client(
-                    ForwardingClient(reqwest::Client::new()),
-                    config,
-                );
+                let client = ForwardingClient(reqwest::Client::new());
+                let transport =
+                    StreamableHttpClientTransport::with_client(client.clone(), config.clone());
                 let service = client_config()
                     .serve_with_lifecycle(transport, mode)
                     .await
                     .map_err(|e| e.to_string())?;
-                Ok(running_session(service, None).await)
+                let mut session = running_session(service, None).await;
+                if session.modern {
+                    session.poster = Some(Poster::new(
+                        client,
+                        config.uri,
+                        config.auth_header,
+                        config.custom_headers,
+                        client_config().client_info,
+                        session.capabilities.clone(),
+                        with_tasks(&session.capabilities),
+                    ));
+                }
+                Ok(session)
             }
         }
     }
@@ -670,18 +730,24 @@ async fn session_of(
         tasks,
         instructions,
         capabilities,
+        poster: None,
     }
 }
 
-/// `_meta` declaring the tasks extension for one request, on top of `capabilities`.
-fn opt_in_meta(capabilities: &ClientCapabilities) -> RequestMetaObject {
+/// `capabilities` declaring the tasks extension too.
+fn with_tasks(capabilities: &ClientCapabilities) -> ClientCapabilities {
     let mut capabilities = capabilities.clone();
     capabilities
         .extensions
         .get_or_insert_with(BTreeMap::new)
         .insert(TASKS_EXTENSION_ID.to_owned(), JsonObject::new());
+    capabilities
+}
+
+/// `_meta` declaring the tasks extension for one request, on top of `capabilities`.
+fn opt_in_meta(capabilities: &ClientCapabilities) -> RequestMetaObject {
     let mut meta = RequestMetaObject::default();
-    if let Ok(value) = serde_json::to_value(capabilities) {
+    if let Ok(value) = serde_json::to_value(with_tasks(capabilities)) {
         meta.insert(meta::CLIENT_CAPABILITIES.to_owned(), value);
     }
     meta

@@ -34,6 +34,7 @@ pub mod gateway;
 pub mod headers;
 pub mod listing;
 mod server;
+mod stateless;
 mod target;
 #[cfg(feature = "tasks")]
 pub mod task_ids;

@@ -1,0 +1,203 @@
+//! Calls to a 2026-07-28 upstream over HTTP, which the proxy posts one by one outside rmcp's
+//! session worker: JSON and SSE answers, errors, SEP-2243 header rules and cancellation all
+//! behave as through the session.
+
+use std::time::Duration;
+
+use mcp_core::{
+    Args, CancellationToken, Context, HttpConfig, HttpServer, ResourceDef, Server, ToolDef,
+    ToolError,
+};
+use mcp_proxy::{HttpTarget, ProxyError, RequestOptions, Upstream};
+use mcp_types::{CallToolResponse, JsonObject};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct Pair {
+    a: i64,
+    b: i64,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct Routed {
+    /// Promoted to an `Mcp-Param-Region` header (SEP-2243); the upstream checks it is there.
+    #[schemars(extend("x-mcp-header" = "Region"))]
+    region: String,
+}
+
+/// An upstream with `add`, `fail` (a tool error), `region` (an annotated argument), `wait`
+/// (reports its start and its cancellation) and the resource `notes://café`.
+fn upstream(started: mpsc::UnboundedSender<()>, cancelled: mpsc::UnboundedSender<()>) -> Server {
+    let server = Server::new("upstream");
+    server
+        .add_tool(ToolDef::new("add", |Args(Pair { a, b }): Args<Pair>| async move {
+            Ok::<_, ToolError>(a + b)
+        }))
+        .expect("add");
+    server
+        .add_tool(ToolDef::new("fail", || async {
+            Err::<i64, _>(ToolError::new("it failed upstream"))
+        }))
+        .expect("fail");
+    server
+        .add_tool(ToolDef::new(
+            "region",
+            |Args(Routed { region }): Args<Routed>| async move { Ok::<_, ToolError>(region) },
+        ))
+        .expect("region");
+    server
+        .add_tool(ToolDef::new("wait", move |cx: Context| {
+            let (started, cancelled) = (started.clone(), cancelled.clone());
+            async move {
+                let _ = started.send(());
+                cx.cancellation().cancelled().await;
+                let _ = cancelled.send(());
+                Err::<i64, _>(ToolError::new("cancelled"))
+            }
+        }))
+        .expect("wait");
+    server
+        .add_resource(ResourceDef::new("notes://café", || async { "crème" }))
+        .expect("resource");
+    server
+}
+
+struct Running {
+    upstream: Upstream,
+    started: mpsc::UnboundedReceiver<()>,
+    cancelled: mpsc::UnboundedReceiver<()>,
+    _stop: tokio_util::sync::DropGuard,
+}
+
+async fn running(config: HttpConfig) -> Running {
+    let (started_tx, started) = mpsc::unbounded_channel();
+    let (cancelled_tx, cancelled) = mpsc::unbounded_channel();
+    let http = HttpServer::bind(upstream(started_tx, cancelled_tx), "127.0.0.1:0", config)
+        .await
+        .expect("bind");
+    let url = format!("http://{}/mcp", http.local_addr());
+    let stop = CancellationToken::new();
+    let stopped = stop.clone();
+    tokio::spawn(async move { http.run_until(stopped.cancelled_owned()).await });
+    let upstream = Upstream::http("up", HttpTarget::new(url));
+    // Listing first, as a ProxyServer does: it tells the proxy which tools have annotations.
+    let tools = upstream.list_tools().await.expect("tools/list");
+    assert_eq!(tools.len(), 4);
+    Running {
+        upstream,
+        started,
+        cancelled,
+        _stop: stop.drop_guard(),
+    }
+}
+
+fn args(value: Value) -> JsonObject {
+    value.as_object().cloned().unwrap_or_default()
+}
+
+async fn structured(upstream: &Upstream, tool: &str, arguments: Value) -> Value {
+    match upstream
+        .call_tool(tool, args(arguments), RequestOptions::default())
+        .await
+        .expect("tools/call")
+    {
+        CallToolResponse::Complete(result) => {
+            assert_ne!(result.is_error, Some(true), "{result:?}");
+            result.structured_content.expect("structured content")["result"].clone()
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+async fn every_answer_shape(config: HttpConfig) {
+    let up = running(config).await;
+    assert_eq!(
+        structured(&up.upstream, "add", json!({"a": 40, "b": 2})).await,
+        42
+    );
+
+    // A tool error is a result; bad input and an unknown tool are JSON-RPC errors, kept.
+    let CallToolResponse::Complete(failed) = up
+        .upstream
+        .call_tool("fail", JsonObject::new(), RequestOptions::default())
+        .await
+        .expect("a tool error is a result")
+    else {
+        panic!("not a plain result")
+    };
+    assert_eq!(failed.is_error, Some(true));
+    for (tool, arguments) in [("add", json!({"a": "forty"})), ("nope", json!({}))] {
+        let error = up
+            .upstream
+            .call_tool(tool, args(arguments), RequestOptions::default())
+            .await
+            .expect_err("refused");
+        let ProxyError::Upstream(error) = error else {
+            panic!("{error:?}")
+        };
+        assert_eq!(error.code.0, -32602, "{tool}: {error:?}");
+    }
+
+    // `Mcp-Param-Region` must accompany an annotated argument: the upstream refuses the call
+    // without it (-32020), so this passes only if the proxy sends it.
+    assert_eq!(
+        structured(&up.upstream, "region", json!({"region": "eu-west"})).await,
+        "eu-west"
+    );
+
+    // A non-ASCII URI travels base64-wrapped in `Mcp-Name`; the upstream checks it matches.
+    let read = up
+        .upstream
+        .request(
+            rmcp::model::ClientRequest::ReadResourceRequest(rmcp::model::ReadResourceRequest::new(
+                rmcp::model::ReadResourceRequestParams::new("notes://café"),
+            )),
+            RequestOptions::default(),
+        )
+        .await
+        .expect("resources/read");
+    assert!(
+        serde_json::to_string(&read).expect("json").contains("crème"),
+        "{read:?}"
+    );
+}
+
+#[tokio::test]
+async fn json_answers_errors_and_header_rules() {
+    every_answer_shape(HttpConfig::new()).await;
+}
+
+#[tokio::test]
+async fn sse_answers_errors_and_header_rules() {
+    every_answer_shape(HttpConfig::new().sse_responses()).await;
+}
+
+#[tokio::test]
+async fn a_cancelled_call_stops_the_upstream_handler() {
+    let mut up = running(HttpConfig::new()).await;
+    let cancel = CancellationToken::new();
+    let call = {
+        let upstream = up.upstream.clone();
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            upstream
+                .call_tool(
+                    "wait",
+                    JsonObject::new(),
+                    RequestOptions::default().cancel_on(&cancel),
+                )
+                .await
+        })
+    };
+    up.started.recv().await.expect("the upstream tool started");
+    cancel.cancel();
+    let error = call.await.expect("join").expect_err("cancelled");
+    assert!(error.to_string().contains("was cancelled"), "{error}");
+    // The bound only turns a lost cancellation into a failure instead of a hang.
+    tokio::time::timeout(Duration::from_secs(10), up.cancelled.recv())
+        .await
+        .expect("the upstream handler saw the cancellation")
+        .expect("signal");
+}
