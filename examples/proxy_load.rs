@@ -5,17 +5,21 @@
 //! ```text
 //! cargo run --release --example proxy_load
 //! cargo run --release --example proxy_load -- --calls 5000 --concurrency 32 --seconds 5
+//! cargo run --release --example proxy_load --features mimalloc   # mcp-gateway's allocator
 //! ```
 //!
 //! The upstream is an in-process `Server` with `add(a, b)`, served by `HttpServer` on
 //! 127.0.0.1. The gateway is another `Server` on 127.0.0.1 with a `ProxyServer` of the
-//! upstream (one shared rmcp Streamable HTTP session) mounted under `up`, so `up_add`. Both
+//! upstream mounted under `up`, so `up_add`; its calls go out as single POSTs (the upstream
+//! speaks 2026-07-28). Both
 //! servers and the clients run on one tokio runtime with `--threads` workers (2 by default):
 //! they share the machine's cores. Clients are raw `reqwest` POSTs in the 2026-07-28 style
 //! (`mcp-protocol-version`, `mcp-method`, `mcp-name` headers and `_meta`), one client (one
 //! keep-alive connection) per caller. Each row: `--warmup` unrecorded calls, then 1 caller for
 //! `--calls` sequential calls, or `--concurrency` callers looping for `--seconds`. The direct
-//! and proxied rows alternate (direct, proxied, direct, proxied) so drift hits both.
+//! and proxied rows alternate (direct, proxied, direct, proxied) so drift hits both. Last, two
+//! attribution rows with 1 caller: the proxy's upstream client alone, and the gateway called
+//! in process (no front HTTP).
 
 use std::{
     future::Future,
@@ -31,6 +35,11 @@ use mcp_proxy::{HttpTarget, ProxyServer, RequestOptions, Upstream};
 use mcpkit::{Args, CancellationToken, HttpConfig, HttpServer, Server, ToolDef, ToolError};
 use serde::Deserialize;
 use serde_json::{Value, json};
+
+/// With `--features mimalloc`, the allocator `mcp-gateway` ships with.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -55,6 +64,16 @@ struct Cli {
     /// Per-call timeout, in milliseconds.
     #[arg(long, default_value_t = 10_000)]
     timeout_ms: u64,
+    /// Measure servers running elsewhere instead of in process: the upstream's URL (its tool
+    /// `add`) ...
+    #[arg(long, requires = "gateway_url", value_name = "URL")]
+    upstream_url: Option<String>,
+    /// ... and the URL of a gateway in front of it (see `--gateway-tool`).
+    #[arg(long, requires = "upstream_url", value_name = "URL")]
+    gateway_url: Option<String>,
+    /// The gateway's name for the upstream's `add`, with `--gateway-url`.
+    #[arg(long, default_value = "up_add")]
+    gateway_tool: String,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -244,19 +263,13 @@ fn print_rows(rows: &[Row]) {
     }
 }
 
-async fn run(cli: Cli) -> Result<(), Error> {
-    let stop = CancellationToken::new();
-    let upstream = Server::new("upstream");
-    upstream.add_tool(ToolDef::new("add", add))?;
-    let upstream_url = serve(upstream, &stop).await?;
-
-    let proxy = ProxyServer::new(Upstream::http("upstream", HttpTarget::new(&upstream_url)))
-        .build()
-        .await?;
-    let gateway = Server::new("gateway");
-    gateway.mount(&proxy, "up")?;
-    let gateway_url = serve(gateway.clone(), &stop).await?;
-
+/// The direct and proxied rows, alternating, for 1 caller then `--concurrency` callers.
+async fn compare(
+    cli: &Cli,
+    upstream_url: &str,
+    gateway_url: &str,
+    gateway_tool: &str,
+) -> Result<Vec<Row>, Error> {
     let sequential = Duration::from_secs(3600);
     let concurrent = Duration::from_secs_f64(cli.seconds);
     let mut rows = Vec::new();
@@ -272,28 +285,50 @@ async fn run(cli: Cli) -> Result<(), Error> {
         rows.push(
             run_row(
                 format!("direct, {shape}"),
-                &upstream_url,
+                upstream_url,
                 "add",
                 callers,
                 count,
                 duration,
-                &cli,
+                cli,
             )
             .await?,
         );
         rows.push(
             run_row(
                 format!("through the proxy, {shape}"),
-                &gateway_url,
-                "up_add",
+                gateway_url,
+                gateway_tool,
                 callers,
                 count,
                 duration,
-                &cli,
+                cli,
             )
             .await?,
         );
     }
+    Ok(rows)
+}
+
+async fn run(cli: Cli) -> Result<(), Error> {
+    if let (Some(upstream_url), Some(gateway_url)) = (&cli.upstream_url, &cli.gateway_url) {
+        let rows = compare(&cli, upstream_url, gateway_url, &cli.gateway_tool).await?;
+        print_rows(&rows);
+        return Ok(());
+    }
+    let stop = CancellationToken::new();
+    let upstream = Server::new("upstream");
+    upstream.add_tool(ToolDef::new("add", add))?;
+    let upstream_url = serve(upstream, &stop).await?;
+
+    let proxy = ProxyServer::new(Upstream::http("upstream", HttpTarget::new(&upstream_url)))
+        .build()
+        .await?;
+    let gateway = Server::new("gateway");
+    gateway.mount(&proxy, "up")?;
+    let gateway_url = serve(gateway.clone(), &stop).await?;
+
+    let rows = compare(&cli, &upstream_url, &gateway_url, "up_add").await?;
     print_rows(&rows);
 
     // Attribution, 1 caller each: the proxy's upstream client alone, then the gateway called
@@ -321,7 +356,10 @@ async fn run(cli: Cli) -> Result<(), Error> {
     println!("| attribution, 1 caller, upstream over HTTP | p50 | p99 |");
     println!("|---|---:|---:|");
     for (case, samples) in [
-        ("the proxy's upstream client alone (Upstream::call_tool)", alone),
+        (
+            "the proxy's upstream client alone (Upstream::call_tool)",
+            alone,
+        ),
         ("the gateway in process (Server::call_tool)", in_process),
     ] {
         println!(

@@ -9,7 +9,9 @@
 //! meanwhile fail at once with [`ProxyError::Down`] instead of waiting.
 //!
 //! The session speaks 2026-07-28 when the upstream offers it (`server/discover`), else
-//! 2025-11-25 (`initialize`).
+//! 2025-11-25 (`initialize`). On a 2026-07-28 session over HTTP, calls (`tools/call`,
+//! `resources/read`, `prompts/get`, `tasks/*`) do not go through rmcp's session worker: each
+//! is posted on its own from the caller's task (see `stateless.rs`).
 
 use std::{
     collections::BTreeMap,
@@ -328,9 +330,11 @@ impl Upstream {
             if let Some(session) = self.inner.current.load_full()
                 && let Some(poster) = &session.poster
             {
-                poster.learn_tools(page.tools.iter().map(|tool| {
-                    (tool.name.as_ref(), has_param_headers(&tool.input_schema))
-                }));
+                poster.learn_tools(
+                    page.tools
+                        .iter()
+                        .map(|tool| (tool.name.as_ref(), has_param_headers(&tool.input_schema))),
+                );
             }
             tools.extend(page.tools.into_iter().map(ToolDescriptor::from));
             match page.next_cursor {
@@ -378,8 +382,9 @@ impl Upstream {
         }
     }
 
-    /// Sends any request on the shared session, within the call timeout; marks the session
-    /// dead when the transport closed so the next request reconnects.
+    /// Sends any request on the shared session (a 2026-07-28 HTTP call as one POST of its
+    /// own), within the call timeout; marks the session dead when the transport closed so
+    /// the next request reconnects.
     ///
     /// ```no_run
     /// # async fn run(u: mcp_proxy::Upstream) -> Result<(), mcp_proxy::ProxyError> {

@@ -1,7 +1,8 @@
 //! Remote MCP servers that mount like local ones.
 //!
 //! * [`Upstream`]: a child process over stdio, a Streamable HTTP URL (headers, bearer) or an
-//!   rmcp client, behind one reused session with reconnects and timeouts.
+//!   rmcp client, behind one reused session with reconnects and timeouts. Calls to a
+//!   2026-07-28 HTTP upstream skip the session: each is one POST from the caller's task.
 //! * [`ProxyServer`]: an `mcp_core::Server` built from the upstream's listing; each tool is a
 //!   [`ProxyTool`] keeping every field, `execution.taskSupport` included. Mount it under a
 //!   namespace like any server; parent middleware wraps the proxied calls.

@@ -209,7 +209,9 @@ impl Poster {
             StreamableHttpPostResponse::Accepted => Err(PostError::Protocol(
                 "202 Accepted, with no answer to the request".to_owned(),
             )),
-            other => Err(PostError::Protocol(format!("an unknown kind of answer: {other:?}"))),
+            other => Err(PostError::Protocol(format!(
+                "an unknown kind of answer: {other:?}"
+            ))),
         }
     }
 }
@@ -248,7 +250,8 @@ fn lost_or_protocol(error: StreamableHttpError<reqwest::Error>) -> PostError {
 fn header_value(value: &str) -> String {
     let padded = value.starts_with([' ', '\t']) || value.ends_with([' ', '\t']);
     let invisible = value.chars().any(|c| !(' '..='~').contains(&c));
-    let ambiguous = value.starts_with(BASE64_HEADER_PREFIX) && value.ends_with(BASE64_HEADER_SUFFIX);
+    let ambiguous =
+        value.starts_with(BASE64_HEADER_PREFIX) && value.ends_with(BASE64_HEADER_SUFFIX);
     if padded || invisible || ambiguous {
         format!(
             "{BASE64_HEADER_PREFIX}{}{BASE64_HEADER_SUFFIX}",

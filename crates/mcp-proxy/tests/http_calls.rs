@@ -32,9 +32,10 @@ struct Routed {
 fn upstream(started: mpsc::UnboundedSender<()>, cancelled: mpsc::UnboundedSender<()>) -> Server {
     let server = Server::new("upstream");
     server
-        .add_tool(ToolDef::new("add", |Args(Pair { a, b }): Args<Pair>| async move {
-            Ok::<_, ToolError>(a + b)
-        }))
+        .add_tool(ToolDef::new(
+            "add",
+            |Args(Pair { a, b }): Args<Pair>| async move { Ok::<_, ToolError>(a + b) },
+        ))
         .expect("add");
     server
         .add_tool(ToolDef::new("fail", || async {
@@ -159,7 +160,9 @@ async fn every_answer_shape(config: HttpConfig) {
         .await
         .expect("resources/read");
     assert!(
-        serde_json::to_string(&read).expect("json").contains("crème"),
+        serde_json::to_string(&read)
+            .expect("json")
+            .contains("crème"),
         "{read:?}"
     );
 }
