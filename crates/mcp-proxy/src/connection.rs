@@ -681,7 +681,7 @@ impl Upstream {
                     .map_err(|e| e.to_string())?;
                 let mut session = running_session(service, None).await;
                 if session.modern {
-                    session.poster = Some(Poster::new(
+                    let poster = Poster::new(
                         client,
                         config.uri,
                         config.auth_header,
@@ -689,7 +689,19 @@ impl Upstream {
                         client_config().client_info,
                         session.capabilities.clone(),
                         with_tasks(&session.capabilities),
-                    ));
+                    );
+                    // A new session knows no tool schemas, so it could not add the
+                    // `Mcp-Param-*` headers annotated arguments need: list the tools once, so
+                    // rmcp's session learns them and the poster leaves those calls to it.
+                    match session.peer.list_all_tools().await {
+                        Ok(tools) => poster.learn_tools(tools.iter().map(|tool| {
+                            (tool.name.as_ref(), has_param_headers(&tool.input_schema))
+                        })),
+                        Err(error) => {
+                            tracing::debug!(upstream = %self.inner.name, %error, "no tools listed at connect");
+                        }
+                    }
+                    session.poster = Some(poster);
                 }
                 Ok(session)
             }

@@ -2,7 +2,7 @@
 //! session worker: JSON and SSE answers, errors, SEP-2243 header rules and cancellation all
 //! behave as through the session.
 
-use std::time::Duration;
+use std::{net::SocketAddr, time::Duration};
 
 use mcp_core::{
     Args, CancellationToken, Context, HttpConfig, HttpServer, ResourceDef, Server, ToolDef,
@@ -12,7 +12,7 @@ use mcp_proxy::{HttpTarget, ProxyError, RequestOptions, Upstream};
 use mcp_types::{CallToolResponse, JsonObject};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::{sync::mpsc, task::JoinHandle};
 
 #[derive(Deserialize, schemars::JsonSchema)]
 struct Pair {
@@ -72,17 +72,28 @@ struct Running {
     _stop: tokio_util::sync::DropGuard,
 }
 
+/// Serves `server` at `addr` until the token is cancelled; the handle ends when it stopped.
+async fn serve(
+    server: Server,
+    addr: SocketAddr,
+    config: HttpConfig,
+) -> (SocketAddr, CancellationToken, JoinHandle<()>) {
+    let http = HttpServer::bind(server, addr, config).await.expect("bind");
+    let addr = http.local_addr();
+    let stop = CancellationToken::new();
+    let stopped = stop.clone();
+    let handle = tokio::spawn(async move {
+        let _ = http.run_until(stopped.cancelled_owned()).await;
+    });
+    (addr, stop, handle)
+}
+
 async fn running(config: HttpConfig) -> Running {
     let (started_tx, started) = mpsc::unbounded_channel();
     let (cancelled_tx, cancelled) = mpsc::unbounded_channel();
-    let http = HttpServer::bind(upstream(started_tx, cancelled_tx), "127.0.0.1:0", config)
-        .await
-        .expect("bind");
-    let url = format!("http://{}/mcp", http.local_addr());
-    let stop = CancellationToken::new();
-    let stopped = stop.clone();
-    tokio::spawn(async move { http.run_until(stopped.cancelled_owned()).await });
-    let upstream = Upstream::http("up", HttpTarget::new(url));
+    let any_port = SocketAddr::from(([127, 0, 0, 1], 0));
+    let (addr, stop, _) = serve(upstream(started_tx, cancelled_tx), any_port, config).await;
+    let upstream = Upstream::http("up", HttpTarget::new(format!("http://{addr}/mcp")));
     // Listing first, as a ProxyServer does: it tells the proxy which tools have annotations.
     let tools = upstream.list_tools().await.expect("tools/list");
     assert_eq!(tools.len(), 4);
@@ -203,4 +214,40 @@ async fn a_cancelled_call_stops_the_upstream_handler() {
         .await
         .expect("the upstream handler saw the cancellation")
         .expect("signal");
+}
+
+#[tokio::test]
+async fn annotated_calls_keep_their_headers_on_a_new_session() {
+    // An upstream that stops, fails a call (so the proxy drops its session), and comes back
+    // on the same address: the new session must learn the tools' schemas again before an
+    // annotated argument can travel as `Mcp-Param-Region`.
+    let (started, _) = mpsc::unbounded_channel();
+    let (cancelled, _) = mpsc::unbounded_channel();
+    let any_port = SocketAddr::from(([127, 0, 0, 1], 0));
+    let server = upstream(started, cancelled);
+    let (addr, stop, stopped) = serve(server.clone(), any_port, HttpConfig::new()).await;
+    let upstream = Upstream::http("up", HttpTarget::new(format!("http://{addr}/mcp")));
+    upstream.list_tools().await.expect("tools/list");
+    assert_eq!(
+        structured(&upstream, "region", json!({"region": "eu-west"})).await,
+        "eu-west"
+    );
+
+    stop.cancel();
+    stopped.await.expect("the upstream stopped");
+    let down = upstream
+        .call_tool(
+            "add",
+            args(json!({"a": 1, "b": 2})),
+            RequestOptions::default(),
+        )
+        .await
+        .expect_err("the upstream is down");
+    assert!(down.to_string().contains("upstream 'up'"), "{down}");
+
+    let (_, _stop, _) = serve(server, addr, HttpConfig::new()).await;
+    assert_eq!(
+        structured(&upstream, "region", json!({"region": "ap-south"})).await,
+        "ap-south"
+    );
 }
