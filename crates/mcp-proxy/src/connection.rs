@@ -44,7 +44,7 @@ use crate::{
     CommandTarget, HttpTarget, ProxyError, UpstreamOptions,
     forwarding::{ForwardedHeaders, ForwardingClient},
     listing,
-    stateless::{PostError, Poster, has_param_headers},
+    stateless::{PostError, Poster},
 };
 
 /// Per-request options of [`Upstream::request`] and [`Upstream::call_tool`].
@@ -330,11 +330,7 @@ impl Upstream {
             if let Some(session) = self.inner.current.load_full()
                 && let Some(poster) = &session.poster
             {
-                poster.learn_tools(
-                    page.tools
-                        .iter()
-                        .map(|tool| (tool.name.as_ref(), has_param_headers(&tool.input_schema))),
-                );
+                poster.learn_tools(&page.tools);
             }
             tools.extend(page.tools.into_iter().map(ToolDescriptor::from));
             match page.next_cursor {
@@ -694,9 +690,7 @@ impl Upstream {
                     // `Mcp-Param-*` headers annotated arguments need: list the tools once, so
                     // rmcp's session learns them and the poster leaves those calls to it.
                     match session.peer.list_all_tools().await {
-                        Ok(tools) => poster.learn_tools(tools.iter().map(|tool| {
-                            (tool.name.as_ref(), has_param_headers(&tool.input_schema))
-                        })),
+                        Ok(tools) => poster.learn_tools(&tools),
                         Err(error) => {
                             tracing::debug!(upstream = %self.inner.name, %error, "no tools listed at connect");
                         }

@@ -29,7 +29,7 @@ use mcp_types::{ClientCapabilities, ErrorData, Implementation, ProtocolVersion, 
 use rmcp::{
     model::{
         ClientJsonRpcMessage, ClientRequest, GetMeta as _, RequestId, RequestMetaObject,
-        ServerJsonRpcMessage,
+        ServerJsonRpcMessage, Tool,
     },
     transport::{
         common::http_header::{BASE64_HEADER_PREFIX, BASE64_HEADER_SUFFIX},
@@ -97,17 +97,17 @@ impl Poster {
         }
     }
 
-    /// Records which listed tools promote arguments to `Mcp-Param-*` headers.
-    pub(crate) fn learn_tools<'a>(&self, tools: impl IntoIterator<Item = (&'a str, bool)>) {
+    /// Records which of the listed `tools` promote arguments to `Mcp-Param-*` headers.
+    pub(crate) fn learn_tools(&self, tools: &[Tool]) {
         let mut set = self
             .param_header_tools
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for (name, annotated) in tools {
-            if annotated {
-                set.insert(name.to_owned());
+        for tool in tools {
+            if has_param_headers(&tool.input_schema) {
+                set.insert(tool.name.to_string());
             } else {
-                set.remove(name);
+                set.remove(tool.name.as_ref());
             }
         }
     }
@@ -263,7 +263,7 @@ fn header_value(value: &str) -> String {
 }
 
 /// Whether an input schema promotes an argument to an `Mcp-Param-*` header anywhere.
-pub(crate) fn has_param_headers(schema: &serde_json::Map<String, serde_json::Value>) -> bool {
+fn has_param_headers(schema: &serde_json::Map<String, serde_json::Value>) -> bool {
     schema.iter().any(|(key, value)| {
         key == "x-mcp-header"
             || match value {
