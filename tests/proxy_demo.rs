@@ -398,8 +398,45 @@ async fn two_hops_behave_as_direct_and_pass_tasks_through() {
         counts.tools > 0 && counts.call_results > 0 && counts.tasks > 0,
         "{counts:?}"
     );
+    hop_two_posts_as_a_2026_client(&recorder.posts.posts());
     stop.cancel();
     serving.await.ok();
+}
+
+/// What hop 2 sent hop 1, as a client of the Tasks extension: SEP-2243's `Mcp-Method` and
+/// `Mcp-Name` on every call (R57: the `taskId` for `tasks/*`), the opt-in in the `_meta` of
+/// every `tasks/*` request (R56), and never `notifications/cancelled` for a task (R60).
+fn hop_two_posts_as_a_2026_client(posts: &[test_helpers::wire::RecordedPost]) {
+    let mut tasks_requests = 0;
+    for post in posts {
+        let method = post.body["method"].as_str().unwrap_or_default();
+        let params = &post.body["params"];
+        assert_ne!(method, "notifications/cancelled", "R60: {:?}", post.body);
+        let name = match method {
+            "tools/call" | "prompts/get" => &params["name"],
+            "resources/read" => &params["uri"],
+            "tasks/get" | "tasks/update" | "tasks/cancel" => &params["taskId"],
+            _ => continue,
+        };
+        assert_eq!(post.header("mcp-method"), Some(method), "{:?}", post.body);
+        assert_eq!(
+            post.header("mcp-name"),
+            name.as_str(),
+            "R57: {:?}",
+            post.body
+        );
+        if method.starts_with("tasks/") {
+            tasks_requests += 1;
+            let extensions =
+                &params["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"];
+            assert!(
+                extensions.get("io.modelcontextprotocol/tasks").is_some(),
+                "R56: {:?}",
+                post.body
+            );
+        }
+    }
+    assert!(tasks_requests > 0, "no tasks/* request reached hop 1");
 }
 
 /// A 30 s `up_sleep_task` call, in flight on its own task.

@@ -243,12 +243,71 @@ pub fn spawn_stdio(command: &mut Command) -> std::io::Result<StdioChild> {
     })
 }
 
+/// One POST a client sent: its headers (names lowercase) and its JSON body.
+#[derive(Debug, Clone)]
+pub struct RecordedPost {
+    /// Every header, in order; a repeated header appears once per value.
+    pub headers: Vec<(String, String)>,
+    /// The body, or `Value::Null` when it is not JSON.
+    pub body: Value,
+}
+
+impl RecordedPost {
+    /// The first value of header `name` (lowercase).
+    ///
+    /// ```
+    /// let post = test_helpers::wire::RecordedPost {
+    ///     headers: vec![("mcp-method".into(), "tools/call".into())],
+    ///     body: serde_json::Value::Null,
+    /// };
+    /// assert_eq!(post.header("mcp-method"), Some("tools/call"));
+    /// ```
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Every POST a client sent through an [`HttpRecorder`], in arrival order. Cheap to clone.
+///
+/// ```
+/// let posts = test_helpers::wire::PostLog::default();
+/// assert!(posts.posts().is_empty());
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct PostLog(Arc<Mutex<Vec<RecordedPost>>>);
+
+impl PostLog {
+    fn push(&self, post: RecordedPost) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(post);
+    }
+
+    /// A snapshot of the POSTs so far.
+    ///
+    /// ```
+    /// assert_eq!(test_helpers::wire::PostLog::default().posts().len(), 0);
+    /// ```
+    pub fn posts(&self) -> Vec<RecordedPost> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
 /// A recording reverse proxy in front of a Streamable HTTP endpoint.
 pub struct HttpRecorder {
     /// The proxy's URL: point the client here.
     pub url: String,
     /// Every JSON-RPC message the upstream answered with.
     pub log: WireLog,
+    /// Every POST the client sent, headers included.
+    pub posts: PostLog,
     task: JoinHandle<()>,
 }
 
@@ -277,11 +336,13 @@ pub async fn record_http(upstream: &str) -> std::io::Result<HttpRecorder> {
         .map(|u| u.path().to_owned())
         .map_err(std::io::Error::other)?;
     let log = WireLog::default();
+    let posts = PostLog::default();
     let client = reqwest::Client::new();
-    let recorder = log.clone();
+    let (recorder, sent) = (log.clone(), posts.clone());
     let app = axum::Router::new().fallback(move |request: Request| {
-        let (client, upstream, recorder) = (client.clone(), upstream.clone(), recorder.clone());
-        async move { forward(client, &upstream, recorder, request).await }
+        let (client, upstream) = (client.clone(), upstream.clone());
+        let (recorder, sent) = (recorder.clone(), sent.clone());
+        async move { forward(client, &upstream, recorder, sent, request).await }
     });
     let task = tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
@@ -289,6 +350,7 @@ pub async fn record_http(upstream: &str) -> std::io::Result<HttpRecorder> {
     Ok(HttpRecorder {
         url: format!("http://{addr}{path}"),
         log,
+        posts,
         task,
     })
 }
@@ -297,6 +359,7 @@ async fn forward(
     client: reqwest::Client,
     upstream: &str,
     log: WireLog,
+    posts: PostLog,
     request: Request,
 ) -> Response {
     let (parts, body) = request.into_parts();
@@ -304,6 +367,19 @@ async fn forward(
     let Ok(body) = axum::body::to_bytes(body, usize::MAX).await else {
         return status(http::StatusCode::BAD_REQUEST);
     };
+    if is_post {
+        posts.push(RecordedPost {
+            headers: parts
+                .headers
+                .iter()
+                .map(|(name, value)| {
+                    let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+                    (name.as_str().to_owned(), value)
+                })
+                .collect(),
+            body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        });
+    }
     let mut outgoing = client.request(parts.method, upstream).body(body);
     for (name, value) in &parts.headers {
         if name != http::header::HOST && name != http::header::CONTENT_LENGTH {
