@@ -1,5 +1,6 @@
 //! What downstream test suites need to test servers built on `mcp-core` on the real stack:
 //!
+//! * [`fuzz`]: a seeded generator of hostile MCP messages, for fuzzing decoders on stable Rust;
 //! * [`client`]: rmcp clients in either protocol era, and a client/server pair over an
 //!   in-memory duplex that drives the real wire without ports;
 //! * [`middleware`]: recording middleware (`CallTrace`, `HookRecorder`) and the shared `Log`;
@@ -15,6 +16,7 @@
 
 pub mod backend_conformance;
 pub mod client;
+pub mod fuzz;
 pub mod middleware;
 pub mod redis;
 pub mod reply;

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# `tools/call add(2, 3)` over Streamable HTTP (2026-07-28, stateless, JSON answers) against
+# two release builds of the demo side by side: BEFORE_REV's and the working tree's. Each
+# server is pinned to CPU 0 and wrk to CPU 1; rounds alternate before/after so that drift
+# on the machine hits both alike.
+#
+#   bash .ci/bench/http_calls.sh BEFORE_REV [SECONDS_PER_RUN] [ROUNDS]
+#
+# Needs wrk (Debian's package) and taskset (util-linux). BEFORE_TARGET_DIR reuses a target
+# directory for the BEFORE build. Not part of CI: it measures, it asserts nothing (a run with
+# a non-2xx answer or a socket error stops it). BENCHMARKS.md ("HTTP edge") has the figures.
+set -euo pipefail
+
+before_rev="${1:?usage: http_calls.sh BEFORE_REV [SECONDS_PER_RUN] [ROUNDS]}"
+seconds="${2:-8}"
+rounds="${3:-3}"
+
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$root"
+command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 1; }
+
+work="$(mktemp -d)"
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    git worktree remove --force "$work/before" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+git worktree add --detach "$work/before" "$before_rev" >/dev/null
+before_target="${BEFORE_TARGET_DIR:-$work/before-target}"
+(cd "$work/before" && CARGO_TARGET_DIR="$before_target" cargo build --release --example demo)
+cargo build --release --example demo
+after_target="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
+
+# Starts a demo binary on CPU 0 and sets `url` to the URL it announces.
+start() {
+    local name="$1" binary="$2"
+    taskset -c 0 "$binary" --http 127.0.0.1:0 >"$work/$name.log" 2>&1 &
+    pids+=("$!")
+    url=""
+    for _ in $(seq 1 300); do
+        url="$(grep -o 'http://[0-9.:]*/mcp' "$work/$name.log" | head -n1 || true)"
+        [[ -n "$url" ]] && return
+        sleep 0.1
+    done
+    echo "$name did not announce its URL:" >&2
+    cat "$work/$name.log" >&2
+    exit 1
+}
+
+start before "$before_target/release/examples/demo"
+before_url="$url"
+start after "$after_target/release/examples/demo"
+after_url="$url"
+
+body='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"wrk","version":"1"}}}}'
+cat >"$work/call.lua" <<EOF
+wrk.method = "POST"
+wrk.body = '$body'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Accept"] = "application/json, text/event-stream"
+wrk.headers["Mcp-Protocol-Version"] = "2026-07-28"
+wrk.headers["Mcp-Method"] = "tools/call"
+wrk.headers["Mcp-Name"] = "add"
+EOF
+
+for which in before after; do
+    u="${which}_url"
+    answer="$(curl -s "${!u}" -H 'content-type: application/json' \
+        -H 'accept: application/json, text/event-stream' -H 'mcp-protocol-version: 2026-07-28' \
+        -H 'mcp-method: tools/call' -H 'mcp-name: add' -d "$body")"
+    [[ "$answer" == *'"structuredContent":{"result":5}'* ]] || {
+        echo "$which does not answer add(2,3) with 5: $answer" >&2
+        exit 1
+    }
+done
+
+# run URL CONNECTIONS: prints "requests/s p50"
+run() {
+    local out
+    out="$(taskset -c 1 wrk -t1 -c"$2" -d"${seconds}s" --latency -s "$work/call.lua" "$1")"
+    if grep -q 'Non-2xx\|Socket errors' <<<"$out"; then
+        echo "errors during the run against $1:" >&2
+        echo "$out" >&2
+        exit 1
+    fi
+    local rps p50
+    rps="$(awk '/Requests\/sec/ {print $2}' <<<"$out")"
+    p50="$(awk '$1 == "50%" {print $2}' <<<"$out")"
+    echo "$rps $p50"
+}
+
+echo "machine: $(nproc) vCPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "before: $before_rev ($before_url); after: working tree ($after_url); ${seconds} s per run"
+printf '%-6s %-7s %-12s %10s %10s\n' round build connections 'req/s' p50
+for round in $(seq 1 "$rounds"); do
+    for c in 1 32; do
+        for which in before after; do
+            u="${which}_url"
+            read -r rps p50 < <(run "${!u}" "$c")
+            printf '%-6s %-7s %-12s %10s %10s\n' "$round" "$which" "$c" "$rps" "$p50"
+        done
+    done
+done
