@@ -39,7 +39,7 @@ use std::{net::SocketAddr, time::Duration};
 use clap::{Parser, Subcommand};
 use mcpkit::{
     Args, Context, HttpConfig, HttpServer, InputRequired, Json, LogLevel, Outcome, PromptDef,
-    ResourceDef, Server, ServerError, ToolDef, ToolError,
+    ResourceDef, Server, ServerError, StdioConfig, ToolDef, ToolError,
     tasks::{TasksConfig, TasksExtension, Worker},
     types::{InputRequest, TaskSupport},
 };
@@ -57,6 +57,10 @@ struct Cli {
     /// Where tasks live: memory:// (default) or redis://host:port/db (overrides MCP_TASKS_URL).
     #[arg(long, value_name = "URL", global = true)]
     tasks_url: Option<String>,
+    /// On stdio: the longest line accepted, in bytes (default 16 MiB); a longer one is
+    /// answered -32700 and skipped.
+    #[arg(long, value_name = "BYTES", conflicts_with = "http")]
+    max_line_bytes: Option<usize>,
     /// Serve without an embedded worker: tasks run in `worker` processes.
     #[arg(long)]
     no_worker: bool,
@@ -315,7 +319,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             })
             .await?;
         }
-        None => server.serve_stdio().await?,
+        None => {
+            let mut stdio = StdioConfig::new();
+            if let Some(bytes) = cli.max_line_bytes {
+                stdio = stdio.max_line_bytes(bytes);
+            }
+            // Returns once stdin ends and the requests in flight are answered: exit 0.
+            server.serve_stdio_with(stdio).await?;
+        }
     }
     Ok(())
 }

@@ -86,3 +86,4 @@ pub use service::McpService;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{TaskConfig, ToolDef, ToolInfo};
 pub use transport::http::{HttpConfig, HttpServer};
+pub use transport::stdio::StdioConfig;

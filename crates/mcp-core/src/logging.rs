@@ -93,6 +93,25 @@ impl LogLevel {
             .map_or("info", |(n, _)| n)
     }
 
+    /// The `tracing` level a message of this level is emitted at: `Debug` at DEBUG,
+    /// `Info` and `Notice` at INFO, `Warning` at WARN, `Error` and above at ERROR.
+    ///
+    /// ```
+    /// use mcp_core::LogLevel;
+    /// assert_eq!(LogLevel::Notice.tracing_level(), tracing::Level::INFO);
+    /// assert_eq!(LogLevel::Critical.tracing_level(), tracing::Level::ERROR);
+    /// ```
+    pub fn tracing_level(self) -> tracing::Level {
+        match self {
+            LogLevel::Debug => tracing::Level::DEBUG,
+            LogLevel::Info | LogLevel::Notice => tracing::Level::INFO,
+            LogLevel::Warning => tracing::Level::WARN,
+            LogLevel::Error | LogLevel::Critical | LogLevel::Alert | LogLevel::Emergency => {
+                tracing::Level::ERROR
+            }
+        }
+    }
+
     fn to_wire(self) -> Option<mcp_types::LoggingLevel> {
         serde_json::from_value(Value::String(self.as_str().to_owned())).ok()
     }
@@ -140,7 +159,7 @@ impl Progress {
 pub type ProgressSink = Arc<dyn Fn(Progress) -> BoxFuture<'static, ()> + Send + Sync>;
 
 impl Context {
-    /// Logs `data` at `level`: to `tracing`, and to the client when it asked for this level
+    /// Logs `data` at `level`: to `tracing` (at [`LogLevel::tracing_level`]), and to the client when it asked for this level
     /// (never from a background task, R50).
     ///
     /// ```
@@ -151,13 +170,25 @@ impl Context {
     /// ```
     pub async fn log(&self, level: LogLevel, data: impl Into<Value>) {
         let data = data.into();
-        tracing::event!(
-            tracing::Level::INFO,
-            server = %self.server().name(),
-            level = level.as_str(),
-            data = %data,
-            "handler log"
-        );
+        let server = self.server().name();
+        // `tracing::event!` takes its level as a constant: one call per tracing level.
+        macro_rules! emit {
+            ($level:expr) => {
+                tracing::event!(
+                    $level,
+                    server = %server,
+                    level = level.as_str(),
+                    data = %data,
+                    "handler log"
+                )
+            };
+        }
+        match level.tracing_level() {
+            tracing::Level::DEBUG => emit!(tracing::Level::DEBUG),
+            tracing::Level::INFO => emit!(tracing::Level::INFO),
+            tracing::Level::WARN => emit!(tracing::Level::WARN),
+            _ => emit!(tracing::Level::ERROR),
+        }
         let scope = self.scope();
         let wanted = scope.log_level().is_some_and(|min| level >= min);
         let (Some(peer), Some(wire), false) =
@@ -212,5 +243,89 @@ impl Context {
         if let Err(error) = peer.notify_progress(param).await {
             tracing::debug!(%error, "could not send a progress notification");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use tracing::{
+        Event, Level, Metadata, Subscriber,
+        field::{Field, Visit},
+        span,
+    };
+
+    use super::*;
+
+    /// Records the tracing level and the MCP `level` field of every `handler log` event.
+    #[derive(Clone, Default)]
+    struct Levels(Arc<Mutex<Vec<(Level, String)>>>);
+
+    #[derive(Default)]
+    struct Fields {
+        level: Option<String>,
+        message: Option<String>,
+    }
+
+    impl Visit for Fields {
+        fn record_str(&mut self, field: &Field, value: &str) {
+            if field.name() == "level" {
+                self.level = Some(value.to_owned());
+            }
+        }
+
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            if field.name() == "message" {
+                self.message = Some(format!("{value:?}"));
+            }
+        }
+    }
+
+    impl Subscriber for Levels {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &span::Attributes<'_>) -> span::Id {
+            span::Id::from_u64(1)
+        }
+        fn record(&self, _: &span::Id, _: &span::Record<'_>) {}
+        fn record_follows_from(&self, _: &span::Id, _: &span::Id) {}
+        fn event(&self, event: &Event<'_>) {
+            let mut fields = Fields::default();
+            event.record(&mut fields);
+            if let (Some(level), Some("handler log")) = (fields.level, fields.message.as_deref()) {
+                self.0
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push((*event.metadata().level(), level));
+            }
+        }
+        fn enter(&self, _: &span::Id) {}
+        fn exit(&self, _: &span::Id) {}
+    }
+
+    /// Issue 12, scope 6: each MCP level is emitted at the matching tracing level.
+    #[tokio::test]
+    async fn issue12_mcp_log_levels_map_to_matching_tracing_levels() {
+        let levels = Levels::default();
+        let _guard = tracing::subscriber::set_default(levels.clone());
+        let cx = Context::new(crate::Server::new("s"), Default::default());
+        for (_, level) in LogLevel::NAMES {
+            cx.log(level, "message").await;
+        }
+        let seen = levels.0.lock().unwrap().clone();
+        let expected = [
+            (Level::DEBUG, "debug"),
+            (Level::INFO, "info"),
+            (Level::INFO, "notice"),
+            (Level::WARN, "warning"),
+            (Level::ERROR, "error"),
+            (Level::ERROR, "critical"),
+            (Level::ERROR, "alert"),
+            (Level::ERROR, "emergency"),
+        ]
+        .map(|(tracing, mcp)| (tracing, mcp.to_owned()));
+        assert_eq!(seen, expected);
     }
 }

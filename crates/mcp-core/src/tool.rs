@@ -171,6 +171,7 @@ pub struct ToolDef {
     pub(crate) input_schema: JsonObject,
     pub(crate) output_schema: Option<JsonObject>,
     pub(crate) wrapped: bool,
+    pub(crate) timeout: Option<Duration>,
     pub(crate) invoke: Box<dyn Invoke>,
 }
 
@@ -244,6 +245,7 @@ impl ToolDef {
             input_schema,
             output_schema,
             wrapped,
+            timeout: None,
             invoke,
         }
     }
@@ -279,6 +281,33 @@ impl ToolDef {
         self
     }
 
+    /// Bounds how long a synchronous call of this tool may run. Past it the client gets a
+    /// `-32000` error, `Tool '<name>' execution timed out after <t>s`, the handler's future
+    /// is dropped and its [`Context::cancellation`](crate::Context::cancellation) token
+    /// fires. It overrides the server's [`with_call_timeout`](crate::Server::with_call_timeout)
+    /// default; a zero duration sets none (the default then applies).
+    ///
+    /// A run as a background task is not bounded by it: a task lives as long as its TTL.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let def = mcp_core::ToolDef::new("slow", || async {}).timeout(Duration::from_secs(30));
+    /// assert_eq!(def.call_timeout(), Some(Duration::from_secs(30)));
+    /// ```
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = (!timeout.is_zero()).then_some(timeout);
+        self
+    }
+
+    /// The timeout set with [`timeout`](Self::timeout), if any.
+    ///
+    /// ```
+    /// assert_eq!(mcp_core::ToolDef::new("t", || async {}).call_timeout(), None);
+    /// ```
+    pub fn call_timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
     /// Replaces the output schema derived from the return type. It must describe an object;
     /// results are then not wrapped.
     ///
@@ -299,6 +328,7 @@ impl std::fmt::Debug for ToolDef {
             .field("name", &self.name)
             .field("version", &self.version)
             .field("task", &self.task)
+            .field("timeout", &self.timeout)
             .finish_non_exhaustive()
     }
 }
@@ -315,6 +345,8 @@ pub(crate) struct RegisteredTool {
     pub(crate) descriptor: ToolDescriptor,
     pub(crate) input_schema: Arc<JsonObject>,
     pub(crate) wrapped: bool,
+    /// How long a synchronous call may run, when the tool sets it.
+    pub(crate) timeout: Option<Duration>,
     pub(crate) invoke: Box<dyn Invoke>,
     /// The owning server's strict-validation switch.
     pub(crate) strict: Arc<AtomicBool>,
@@ -335,6 +367,7 @@ impl RegisteredTool {
             input_schema,
             output_schema,
             wrapped,
+            timeout,
             invoke,
         } = def;
         let input_schema = Arc::new(input_schema);
@@ -358,9 +391,54 @@ impl RegisteredTool {
             descriptor,
             input_schema,
             wrapped,
+            timeout,
             invoke,
             strict,
         }
+    }
+}
+
+/// The JSON-RPC code of a call that ran past its timeout (`-32000`).
+pub(crate) const TIMED_OUT: i32 = -32000;
+
+/// The error a call of `name` gets when it runs past `limit`.
+pub(crate) fn timed_out(name: &str, limit: Duration) -> mcp_types::ErrorData {
+    mcp_types::ErrorData::new(
+        mcp_types::ErrorCode(TIMED_OUT),
+        format!(
+            "Tool '{name}' execution timed out after {}s",
+            limit.as_secs_f64()
+        ),
+        None,
+    )
+}
+
+/// A timeout error of the tool `from` (a mounted child's name), told as a call of `to`,
+/// the name the client called. Any other error passes unchanged.
+pub(crate) fn renamed_timeout(
+    mut error: mcp_types::ErrorData,
+    from: &str,
+    to: &str,
+) -> mcp_types::ErrorData {
+    let prefix = format!("Tool '{from}' execution timed out after ");
+    if error.code.0 == TIMED_OUT
+        && let Some(rest) = error.message.strip_prefix(&prefix)
+    {
+        error.message = format!("Tool '{to}' execution timed out after {rest}").into();
+    }
+    error
+}
+
+impl ToolInfo {
+    /// The tool's own call timeout ([`ToolDef::timeout`]), if it sets one.
+    ///
+    /// ```
+    /// # let s = mcp_core::Server::new("s");
+    /// # s.add_tool(mcp_core::ToolDef::new("t", || async {}).timeout(std::time::Duration::from_secs(5))).unwrap();
+    /// assert_eq!(s.get_tool("t", None).unwrap().call_timeout().map(|t| t.as_secs()), Some(5));
+    /// ```
+    pub fn call_timeout(&self) -> Option<Duration> {
+        self.tool.timeout
     }
 }
 

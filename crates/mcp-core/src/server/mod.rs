@@ -6,8 +6,9 @@ use std::{
     panic::AssertUnwindSafe,
     sync::{
         Arc, Mutex, PoisonError, RwLock,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
+    time::Duration,
 };
 
 mod changes;
@@ -81,6 +82,8 @@ struct ServerInner {
     name: String,
     info: RwLock<Info>,
     mask_error_details: AtomicBool,
+    /// The default call timeout in nanoseconds; 0 means none.
+    call_timeout: AtomicU64,
     strict_input_validation: Arc<AtomicBool>,
     tools: ArcSwap<Registry<RegisteredTool>>,
     resources: ArcSwap<Registry<RegisteredResource>>,
@@ -326,6 +329,7 @@ impl Server {
                 name: name.into(),
                 info: RwLock::new(Info::default()),
                 mask_error_details: AtomicBool::new(true),
+                call_timeout: AtomicU64::new(0),
                 strict_input_validation: Arc::new(AtomicBool::new(false)),
                 tools: ArcSwap::default(),
                 resources: ArcSwap::default(),
@@ -453,6 +457,37 @@ impl Server {
     /// ```
     pub fn masks_error_details(&self) -> bool {
         self.inner.mask_error_details.load(Ordering::Relaxed)
+    }
+
+    /// Bounds how long a synchronous call of a tool without its own
+    /// [`ToolDef::timeout`] may run: this server's tools, and those mounted below it that
+    /// neither set one nor sit on a server with its own default. Past it the client gets a
+    /// `-32000` error, `Tool '<name>' execution timed out after <t>s` (the name the client
+    /// called), the handler's future is dropped and its
+    /// [`Context::cancellation`] token fires. No default is set (calls are unbounded); a
+    /// zero duration removes it. Runs as background tasks are not bounded by it.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let s = mcp_core::Server::new("s").with_call_timeout(Duration::from_secs(30));
+    /// assert_eq!(s.call_timeout(), Some(Duration::from_secs(30)));
+    /// ```
+    pub fn with_call_timeout(self, timeout: Duration) -> Self {
+        let nanos = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
+        self.inner.call_timeout.store(nanos, Ordering::Relaxed);
+        self
+    }
+
+    /// The default set with [`with_call_timeout`](Self::with_call_timeout), if any.
+    ///
+    /// ```
+    /// assert_eq!(mcp_core::Server::new("s").call_timeout(), None);
+    /// ```
+    pub fn call_timeout(&self) -> Option<Duration> {
+        match self.inner.call_timeout.load(Ordering::Relaxed) {
+            0 => None,
+            nanos => Some(Duration::from_nanos(nanos)),
+        }
     }
 
     /// Strict input validation: no lenient coercion (`"1"` stays a string and fails an
@@ -1163,13 +1198,16 @@ impl Server {
             Route::Local => self.run_local(&tool, cx, arguments).await,
             Route::Mount { child, child_name } => {
                 let call = CallTool {
-                    name: child_name,
+                    name: child_name.clone(),
                     arguments,
                     version: tool.version.clone().map(VersionSpec::exact),
                     cx: cx.for_server(&child),
                     run_middleware,
                 };
-                child.dispatch_call(call).await
+                child
+                    .dispatch_call(call)
+                    .await
+                    .map_err(|error| crate::tool::renamed_timeout(error, &child_name, &name))
             }
         }
     }
@@ -1189,7 +1227,28 @@ impl Server {
             input_schema: Arc::clone(&tool.input_schema),
             strict: self.inner.strict_input_validation.load(Ordering::Relaxed),
         };
-        match guarded(|| tool.invoke.invoke(cx, parts, tool.wrapped)).await {
+        // A background task is not bounded by the call timeout: it lives by its TTL.
+        let limit = if cx.is_background_task() {
+            None
+        } else {
+            tool.timeout
+                .or_else(|| self.call_timeout())
+                .or_else(|| cx.root().call_timeout())
+        };
+        let cancellation = cx.cancellation().clone();
+        let run = guarded(|| tool.invoke.invoke(cx, parts, tool.wrapped));
+        let outcome = match limit {
+            None => run.await,
+            Some(limit) => match tokio::time::timeout(limit, run).await {
+                Ok(outcome) => outcome,
+                Err(_elapsed) => {
+                    // The handler's future is dropped by now; what it spawned sees the token.
+                    cancellation.cancel();
+                    return Err(crate::tool::timed_out(&tool.name, limit));
+                }
+            },
+        };
+        match outcome {
             Ok(response) => Ok(response),
             Err(error) => error
                 .into_error_data(&tool.name, self.masks_error_details())

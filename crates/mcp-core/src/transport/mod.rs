@@ -1,5 +1,6 @@
 //! Serving a [`Server`](crate::Server) to MCP clients: stdio and Streamable HTTP.
 
+mod frames;
 pub mod http;
 mod lines;
 pub mod stdio;
