@@ -306,6 +306,8 @@ async fn fuzz_stdio(legacy: bool) {
     );
     eprintln!("fuzz stdio: {count} inputs, every request answered, no panic");
 
+    // End of input, as a client closing its stdin.
+    client_write.shutdown().await.expect("close the pipe");
     drop(client_write);
     let outcome = tokio::time::timeout(ANSWER_WITHIN, serving)
         .await
