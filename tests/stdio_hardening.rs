@@ -239,8 +239,10 @@ async fn issue12_stdio_an_unknown_notification_before_initialize_is_ignored() {
     let mut demo = Demo::spawn(&["--stdio"]);
     demo.send(bogus_notification()).await;
     // A known one before the session, too: it refers to nothing.
-    demo.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}}))
-        .await;
+    demo.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}}),
+    )
+    .await;
     demo.send(initialize(1)).await;
     let init = demo.answer().await;
     assert_eq!(init["id"], 1);
@@ -299,7 +301,9 @@ async fn issue12_stdio_eof_delivers_the_answer_in_flight_and_exits_0() {
     assert_eq!(text_of(&slept), "slept 0.5");
     // Progress notifications may precede it; nothing else.
     assert!(
-        others.iter().all(|m| m["method"] == "notifications/progress"),
+        others
+            .iter()
+            .all(|m| m["method"] == "notifications/progress"),
         "{others:?}"
     );
     assert!(status.success(), "{status}");

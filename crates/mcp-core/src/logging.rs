@@ -294,8 +294,7 @@ mod tests {
         fn event(&self, event: &Event<'_>) {
             let mut fields = Fields::default();
             event.record(&mut fields);
-            if let (Some(level), Some("handler log")) = (fields.level, fields.message.as_deref())
-            {
+            if let (Some(level), Some("handler log")) = (fields.level, fields.message.as_deref()) {
                 self.0
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)

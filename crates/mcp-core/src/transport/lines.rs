@@ -30,8 +30,7 @@ use mcp_types::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::{
     RoleServer,
     model::{
-        ClientNotification, ClientRequest, GetMeta as _, JsonRpcMessage, ProtocolVersion,
-        RequestId,
+        ClientNotification, ClientRequest, GetMeta as _, JsonRpcMessage, ProtocolVersion, RequestId,
     },
     transport::Transport,
 };
@@ -110,7 +109,9 @@ impl InFlight {
 enum Input {
     Open,
     /// End of input (or a read error): draining until `deadline`.
-    Ended { deadline: Instant },
+    Ended {
+        deadline: Instant,
+    },
     /// The end was reported to rmcp.
     Reported,
 }
@@ -240,10 +241,14 @@ where
                 }
                 self.in_flight.add(&request.id);
             }
-            JsonRpcMessage::Notification(_) | JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_)
+            JsonRpcMessage::Notification(_)
+            | JsonRpcMessage::Response(_)
+            | JsonRpcMessage::Error(_)
                 if self.lifecycle == Lifecycle::Opening =>
             {
-                tracing::debug!("ignoring a message that is not a request before the session opened");
+                tracing::debug!(
+                    "ignoring a message that is not a request before the session opened"
+                );
                 return None;
             }
             JsonRpcMessage::Notification(notification) => {
