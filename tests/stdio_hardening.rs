@@ -337,3 +337,43 @@ async fn issue12_stdio_eof_right_after_a_bad_line_still_answers_it_and_exits_0()
     assert_parse_error(&rest[0], "UTF-8");
     assert!(status.success(), "{status}");
 }
+
+/// In process, on a paused clock (the duplex pipe does no real I/O): a request still running
+/// when input ends is abandoned after the drain grace, and serving returns `Ok`.
+#[tokio::test(start_paused = true)]
+async fn issue12_stdio_eof_abandons_a_request_running_past_the_drain_grace() {
+    use mcpkit::{Server, StdioConfig};
+    use tokio::io::AsyncReadExt as _;
+
+    let server = Server::new("s");
+    server
+        .tool("forever", std::future::pending::<()>)
+        .expect("register");
+    let (client, server_end) = tokio::io::duplex(1 << 16);
+    let (read, write) = tokio::io::split(server_end);
+    let config = StdioConfig::new().drain_grace(Duration::from_secs(2));
+    let serving = tokio::spawn(server.serve_io_with(read, write, config));
+    let (client_read, mut client_write) = tokio::io::split(client);
+    let mut answers = BufReader::new(client_read);
+    for message in [initialize(1), call(2, "forever", json!({}))] {
+        client_write
+            .write_all(format!("{message}\n").as_bytes())
+            .await
+            .expect("write");
+    }
+    let mut init = String::new();
+    answers.read_line(&mut init).await.expect("read");
+    assert!(init.contains("\"id\":1"), "{init}");
+    client_write.shutdown().await.expect("end of input");
+    tokio::time::timeout(BOUND, serving)
+        .await
+        .expect("serving ended after the grace")
+        .expect("the serving task")
+        .expect("end of input is a clean stop");
+    let mut rest = String::new();
+    answers.read_to_string(&mut rest).await.expect("read");
+    assert!(
+        !rest.contains("\"id\":2"),
+        "the abandoned call got no answer: {rest}"
+    );
+}

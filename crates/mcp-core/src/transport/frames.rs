@@ -157,6 +157,61 @@ mod tests {
         assert_eq!(frames, vec![Frame::TooLong, line(b"next")]);
     }
 
+    /// What the decoder must find in `input`, whatever the chunking: one frame per line.
+    fn model(max: usize, input: &[u8]) -> Vec<Frame> {
+        let mut segments: Vec<&[u8]> = input.split(|&b| b == b'\n').collect();
+        if segments.last().is_some_and(|last| last.is_empty()) {
+            segments.pop();
+        }
+        segments
+            .into_iter()
+            .map(|segment| {
+                if segment.len() <= max {
+                    line(segment)
+                } else {
+                    Frame::TooLong
+                }
+            })
+            .collect()
+    }
+
+    /// Seeded random inputs (mostly short lines, some long, bytes of every value) cut into
+    /// random chunks decode exactly as the model says, never buffering past the limit.
+    #[test]
+    fn random_inputs_in_random_chunks_decode_as_the_model_says() {
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move |bound: u64| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) % bound
+        };
+        for _ in 0..2_000 {
+            let max = 1 + next(40) as usize;
+            let len = next(400) as usize;
+            let input: Vec<u8> = (0..len)
+                .map(|_| match next(10) {
+                    0 | 1 => b'\n',
+                    2 => next(256) as u8,
+                    _ => b'a' + next(26) as u8,
+                })
+                .collect();
+            let mut chunks = Vec::new();
+            let mut rest = input.as_slice();
+            while !rest.is_empty() {
+                let take = (1 + next(60) as usize).min(rest.len());
+                let (chunk, tail) = rest.split_at(take);
+                chunks.push(chunk);
+                rest = tail;
+            }
+            assert_eq!(
+                decode_all(max, &chunks),
+                model(max, &input),
+                "{input:?} max {max}"
+            );
+        }
+    }
+
     #[test]
     fn an_over_long_last_line_without_newline_is_reported() {
         let frames = decode_all(3, &[b"abcdef"]);
