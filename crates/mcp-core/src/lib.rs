@@ -51,6 +51,7 @@ pub mod mount;
 pub mod output;
 pub mod prompt;
 mod registry;
+mod request_state;
 pub mod resource;
 mod schema;
 mod server;

@@ -134,6 +134,7 @@ impl McpService {
         cx: RequestContext<RoleServer>,
         method: &str,
         target: &str,
+        arguments: Option<&mcp_types::JsonObject>,
         input_responses: Option<InputResponses>,
         request_state: Option<String>,
         run: F,
@@ -145,7 +146,7 @@ impl McpService {
     {
         let base = self.scope(cx);
         let seal = self.root.state_seal();
-        let binding = input_rounds::binding(base.principal(), method, target);
+        let binding = crate::request_state::binding(base.principal(), method, target, arguments);
         let mut scope = base.clone();
         if input_responses.is_some() || request_state.is_some() {
             let state = match request_state {
@@ -458,6 +459,7 @@ impl ServerHandler for McpService {
             context,
             "tools/call",
             &name,
+            arguments.as_ref(),
             input_responses,
             request_state,
             run,
@@ -528,6 +530,7 @@ impl ServerHandler for McpService {
             context,
             "resources/read",
             &uri,
+            None,
             input_responses,
             request_state,
             run,
@@ -574,6 +577,7 @@ impl ServerHandler for McpService {
             context,
             "prompts/get",
             &name,
+            arguments.as_ref(),
             input_responses,
             request_state,
             run,
