@@ -220,10 +220,9 @@ impl McpService {
 }
 
 fn wrong_reply(method: &str) -> ErrorData {
-    ErrorData::internal_error(
-        format!("a middleware answered {method} with a reply of another kind"),
-        None,
-    )
+    crate::masked_internal_error(format_args!(
+        "a middleware answered {method} with a reply of another kind"
+    ))
 }
 
 /// The version a request selects with `_meta.fastmcp.version` (H08).
@@ -675,7 +674,7 @@ impl ServerHandler for McpService {
         let params = serde_json::to_value(request).ok();
         let value = self.custom("tasks/get", params, context).await?;
         serde_json::from_value(value).map_err(|e| {
-            ErrorData::internal_error(format!("tasks/get produced an invalid result: {e}"), None)
+            crate::masked_internal_error(format_args!("tasks/get produced an invalid result: {e}"))
         })
     }
 

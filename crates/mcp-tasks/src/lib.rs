@@ -51,7 +51,7 @@ pub mod owner;
 pub mod sealing;
 pub mod worker;
 
-pub use config::TasksConfig;
+pub use config::{TasksConfig, redacted_url};
 pub use connect::{ConnectError, Connected, connect};
 pub use engine::Engine;
 pub use extension::{TasksExtension, gate_tasks_request};
