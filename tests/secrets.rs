@@ -29,7 +29,7 @@ fn issue12_tasks_config_debug_hides_the_redis_password() {
 #[tokio::test]
 async fn issue12_backend_url_errors_hide_the_password() {
     let config = TasksConfig::default().with_url(format!("nats://app:{PASSWORD}@queue:4222/q"));
-    let error: ConnectError = connect(&config).await.err().expect("an unsupported URL");
+    let error: ConnectError = connect(&config).await.expect_err("an unsupported URL");
     for shown in [error.to_string(), format!("{error:?}")] {
         assert!(!shown.contains(PASSWORD), "{shown}");
         assert!(shown.contains("nats://app:***@queue:4222/q"), "{shown}");

@@ -132,9 +132,7 @@ impl McpService {
     async fn with_input_rounds<R, F, Fut>(
         &self,
         cx: RequestContext<RoleServer>,
-        method: &str,
-        target: &str,
-        arguments: Option<&mcp_types::JsonObject>,
+        request: RoundRequest<'_>,
         input_responses: Option<InputResponses>,
         request_state: Option<String>,
         run: F,
@@ -146,6 +144,11 @@ impl McpService {
     {
         let base = self.scope(cx);
         let seal = self.root.state_seal();
+        let RoundRequest {
+            method,
+            target,
+            arguments,
+        } = request;
         let binding = crate::request_state::binding(base.principal(), method, target, arguments);
         let mut scope = base.clone();
         if input_responses.is_some() || request_state.is_some() {
@@ -217,6 +220,16 @@ impl McpService {
             _ => Err(wrong_reply(method)),
         }
     }
+}
+
+/// What a request that may take input rounds asks for: its sealed `requestState` is bound
+/// to all of it.
+struct RoundRequest<'a> {
+    method: &'a str,
+    /// The tool name, resource URI or prompt name.
+    target: &'a str,
+    /// The request's arguments (none for `resources/read`).
+    arguments: Option<&'a mcp_types::JsonObject>,
 }
 
 fn wrong_reply(method: &str) -> ErrorData {
@@ -456,9 +469,11 @@ impl ServerHandler for McpService {
         };
         self.with_input_rounds(
             context,
-            "tools/call",
-            &name,
-            arguments.as_ref(),
+            RoundRequest {
+                method: "tools/call",
+                target: &name,
+                arguments: arguments.as_ref(),
+            },
             input_responses,
             request_state,
             run,
@@ -527,9 +542,11 @@ impl ServerHandler for McpService {
         };
         self.with_input_rounds(
             context,
-            "resources/read",
-            &uri,
-            None,
+            RoundRequest {
+                method: "resources/read",
+                target: &uri,
+                arguments: None,
+            },
             input_responses,
             request_state,
             run,
@@ -574,9 +591,11 @@ impl ServerHandler for McpService {
         };
         self.with_input_rounds(
             context,
-            "prompts/get",
-            &name,
-            arguments.as_ref(),
+            RoundRequest {
+                method: "prompts/get",
+                target: &name,
+                arguments: arguments.as_ref(),
+            },
             input_responses,
             request_state,
             run,
