@@ -54,6 +54,7 @@ mod registry;
 mod request_state;
 pub mod resource;
 mod schema;
+pub mod secrets;
 mod server;
 mod service;
 mod tool;

@@ -46,7 +46,7 @@ pub struct TasksConfig {
 impl std::fmt::Debug for TasksConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TasksConfig")
-            .field("url", &redacted_url(&self.url))
+            .field("url", &mcp_core::secrets::redacted_url(&self.url))
             .field("embedded_worker", &self.embedded_worker)
             .field("credentials_key", &self.credentials_key)
             .field("concurrency", &self.concurrency)
@@ -54,74 +54,6 @@ impl std::fmt::Debug for TasksConfig {
             .field("poll_interval", &self.poll_interval)
             .finish()
     }
-}
-
-/// `url` as it may be shown (in `Debug`, logs and errors): the password of its user
-/// information replaced by `***` (a user without a password, which Redis URLs may use for
-/// a bare password, becomes `***` too), and the values of query parameters whose names say
-/// they hold a secret (`password`, `token`, `secret`, `key`) replaced as well.
-///
-/// ```
-/// use mcp_tasks::redacted_url;
-/// assert_eq!(redacted_url("redis://:hunter2@db:6379/0"), "redis://:***@db:6379/0");
-/// assert_eq!(redacted_url("redis://app:hunter2@db/0?queue=q"), "redis://app:***@db/0?queue=q");
-/// assert_eq!(redacted_url("redis://hunter2@db/0"), "redis://***@db/0");
-/// assert_eq!(redacted_url("nats://db/q?token=hunter2&x=1"), "nats://db/q?token=***&x=1");
-/// assert_eq!(redacted_url("redis://:a/b@db/0"), "redis://:***@db/0");
-/// assert_eq!(redacted_url("memory://"), "memory://");
-/// ```
-pub fn redacted_url(url: &str) -> String {
-    let (scheme, rest) = match url.find("://") {
-        Some(at) => url.split_at(at + 3),
-        None => ("", url),
-    };
-    // The user information ends at the last `@` before the query: a password holding an
-    // unescaped `/` is still hidden.
-    let before_query = rest.find(['?', '#']).unwrap_or(rest.len());
-    let mut shown = String::with_capacity(url.len());
-    shown.push_str(scheme);
-    let tail = match rest[..before_query].rfind('@') {
-        Some(at) => {
-            match rest[..at].split_once(':') {
-                Some((user, _password)) => {
-                    shown.push_str(user);
-                    shown.push_str(":***@");
-                }
-                None => shown.push_str("***@"),
-            }
-            &rest[at + 1..]
-        }
-        None => rest,
-    };
-    let (path, query_and_fragment) = match tail.find('?') {
-        Some(at) => tail.split_at(at),
-        None => (tail, ""),
-    };
-    shown.push_str(path);
-    if let Some(query) = query_and_fragment.strip_prefix('?') {
-        let (query, fragment) = match query.find('#') {
-            Some(at) => query.split_at(at),
-            None => (query, ""),
-        };
-        shown.push('?');
-        let pairs: Vec<String> = query
-            .split('&')
-            .map(|pair| match pair.split_once('=') {
-                Some((name, _)) if is_secret_name(name) => format!("{name}=***"),
-                _ => pair.to_owned(),
-            })
-            .collect();
-        shown.push_str(&pairs.join("&"));
-        shown.push_str(fragment);
-    }
-    shown
-}
-
-fn is_secret_name(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    ["pass", "token", "secret", "key", "auth"]
-        .iter()
-        .any(|secret| name.contains(secret))
 }
 
 impl Default for TasksConfig {

@@ -109,7 +109,7 @@ pub async fn connect(config: &TasksConfig) -> Result<Connected, ConnectError> {
         return connect_redis(config, url).await;
     }
     Err(ConnectError::Unsupported {
-        url: crate::config::redacted_url(url),
+        url: mcp_core::secrets::redacted_url(url),
     })
 }
 
@@ -131,6 +131,6 @@ async fn connect_redis(config: &TasksConfig, url: &str) -> Result<Connected, Con
 #[cfg(not(feature = "redis"))]
 async fn connect_redis(_config: &TasksConfig, url: &str) -> Result<Connected, ConnectError> {
     Err(ConnectError::NotCompiled {
-        url: crate::config::redacted_url(url),
+        url: mcp_core::secrets::redacted_url(url),
     })
 }

@@ -155,7 +155,7 @@ impl RedisOptions {
 
 /// The URL without its password, for messages.
 pub(super) fn redact(url: &str) -> String {
-    crate::config::redacted_url(url)
+    mcp_core::secrets::redacted_url(url)
 }
 
 #[cfg(test)]
