@@ -404,7 +404,13 @@ impl Server {
     }
 
     /// Sets the keyring that seals `requestState`: the first key (the current one) seals,
-    /// and every key opens. Each key is exactly 32 bytes. To rotate, put the new key first
+    /// and every key opens. Each key is exactly 32 bytes.
+    ///
+    /// A sealed `requestState` is encrypted and authenticated (XChaCha20-Poly1305), so the
+    /// client can neither read the handler's state nor change it, and it opens only for the
+    /// request it was issued for: the same caller ([`Principal`](crate::auth::Principal) or
+    /// anonymous), method, target (tool name, resource URI or prompt name) and arguments
+    /// (compared as JSON values, whatever their member order), before it expires. To rotate, put the new key first
     /// and keep the old ones after it for as long as their values may still come back
     /// (the TTL, [`with_request_state_ttl`](Self::with_request_state_ttl)); a value sealed
     /// with a key no longer in the ring is rejected with `-32602`.
