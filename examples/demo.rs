@@ -304,7 +304,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         eprintln!(
             "worker {} running tasks from {}",
             worker.id().as_str(),
-            config.url
+            mcpkit::tasks::redacted_url(&config.url)
         );
         worker.run_until_signal().await;
         return Ok(());

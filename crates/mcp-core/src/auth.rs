@@ -13,6 +13,8 @@
 /// let alice = Principal::new("web-app").with_subject("alice");
 /// assert_eq!(alice.scope_key(), "web-app|alice");
 /// assert_eq!(Principal::new("cli").scope_key(), "cli");
+/// // Separators inside an id are escaped, so two callers never share a key.
+/// assert_ne!(Principal::new("a|b").scope_key(), Principal::new("a").with_subject("b").scope_key());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Principal {
@@ -48,15 +50,71 @@ impl Principal {
         self
     }
 
-    /// `client_id|sub`, or `client_id` without a subject (F01).
+    /// The key that state bound to this caller (tasks, input-round state, proxied task
+    /// ids) is stored under: `client_id|subject`, or `client_id` without a subject, where
+    /// each part has `%` written as `%25` and `|` as `%7C`.
+    ///
+    /// Two different principals never get the same key: splitting the key on `|` and
+    /// unescaping gives back the client id and the subject. A client id that is empty is
+    /// still a client (its key is `""`, or `|subject`); features that also serve
+    /// anonymous callers keep those apart from every principal.
     ///
     /// ```
-    /// assert_eq!(mcp_core::auth::Principal::new("a").with_subject("b").scope_key(), "a|b");
+    /// use mcp_core::auth::Principal;
+    /// assert_eq!(Principal::new("a").with_subject("b").scope_key(), "a|b");
+    /// assert_eq!(Principal::new("a|b").scope_key(), "a%7Cb");
+    /// assert_eq!(Principal::new("100%").scope_key(), "100%25");
+    /// assert_eq!(Principal::new("").with_subject("b").scope_key(), "|b");
     /// ```
     pub fn scope_key(&self) -> String {
-        match &self.subject {
-            Some(subject) => format!("{}|{}", self.client_id, subject),
-            None => self.client_id.clone(),
+        let mut key = escape_part(&self.client_id);
+        if let Some(subject) = &self.subject {
+            key.push('|');
+            key.push_str(&escape_part(subject));
+        }
+        key
+    }
+}
+
+/// One part of a [`Principal::scope_key`]: `%` and `|` percent-escaped.
+fn escape_part(part: &str) -> String {
+    let mut escaped = String::with_capacity(part.len());
+    for c in part.chars() {
+        match c {
+            '%' => escaped.push_str("%25"),
+            '|' => escaped.push_str("%7C"),
+            c => escaped.push(c),
+        }
+    }
+    escaped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Principal;
+
+    /// Issue 12 (identity): separator collisions between client id and subject.
+    #[test]
+    fn scope_keys_of_different_principals_differ() {
+        let principals = [
+            Principal::new("a|b"),
+            Principal::new("a").with_subject("b"),
+            Principal::new("a%7Cb"),
+            Principal::new("a|").with_subject("b"),
+            Principal::new("a").with_subject("|b"),
+            Principal::new(""),
+            Principal::new("").with_subject("b"),
+            Principal::new("|b"),
+            Principal {
+                client_id: "a".into(),
+                subject: Some(String::new()),
+            },
+            Principal::new("a"),
+        ];
+        for (i, one) in principals.iter().enumerate() {
+            for other in &principals[i + 1..] {
+                assert_ne!(one.scope_key(), other.scope_key(), "{one:?} vs {other:?}");
+            }
         }
     }
 }

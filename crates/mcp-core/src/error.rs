@@ -1,4 +1,5 @@
-//! Errors: [`ToolError`] for tool bodies, [`ServerError`] for building and serving servers.
+//! Errors: [`ToolError`] for tool bodies, [`ServerError`] for building and serving servers,
+//! and [`masked_internal_error`] for failures whose details must stay in the server's log.
 
 use std::error::Error as StdError;
 
@@ -169,6 +170,48 @@ impl ToolError {
     }
 }
 
+/// An internal failure (a backend that cannot be reached, a step of the framework that
+/// failed) as the client sees it: JSON-RPC `-32603` with `Internal error (id: <id>)`, where
+/// `<id>` is random. The same id and `error`'s details are logged at ERROR, so an operator
+/// can find what a client reports; the client learns nothing of the details (addresses,
+/// queue names, credentials in URLs).
+///
+/// Use it for errors the client did not cause and cannot act on. Errors a tool author
+/// chose to show ([`ToolError::new`], [`ToolError::protocol`]) are not masked.
+///
+/// ```
+/// let error = mcp_core::masked_internal_error("task store unavailable: redis://:pw@db/0");
+/// assert_eq!(error.code.0, -32603);
+/// assert!(error.message.starts_with("Internal error (id: "));
+/// assert!(!error.message.contains("pw"));
+/// ```
+pub fn masked_internal_error(error: impl std::fmt::Display) -> ErrorData {
+    let id = error_id();
+    tracing::error!(error_id = %id, error = %error, "internal error (id: {id})");
+    ErrorData::new(
+        ErrorCode::INTERNAL_ERROR,
+        format!("Internal error (id: {id})"),
+        None,
+    )
+}
+
+/// 16 random hex digits naming one masked error.
+fn error_id() -> String {
+    use std::fmt::Write as _;
+    let mut bytes = [0u8; 8];
+    if getrandom::fill(&mut bytes).is_err() {
+        // Only the log correlation suffers; a clock-derived id still tells errors apart.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        bytes = (nanos as u64).to_be_bytes();
+    }
+    bytes.iter().fold(String::with_capacity(16), |mut id, b| {
+        let _ = write!(id, "{b:02x}");
+        id
+    })
+}
+
 impl<E: StdError + Send + Sync + 'static> From<E> for ToolError {
     fn from(error: E) -> Self {
         Self::internal(error)
@@ -257,7 +300,7 @@ pub enum ServerError {
         /// Why.
         reason: &'static str,
     },
-    /// A `requestState` signing key that is too short.
+    /// A `requestState` keyring that is empty or has a key that is not 32 bytes.
     #[error("invalid requestState key: {0}")]
     RequestStateKey(String),
     /// A resource URI template that does not parse.

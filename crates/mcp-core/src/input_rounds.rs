@@ -5,12 +5,17 @@
 //! state in [`Context::request_state`](crate::Context::request_state). The handler's code
 //! is the same whether it runs synchronously or as a task.
 //!
-//! **`requestState` is sealed.** What leaves the server is an HMAC-SHA256 token (rmcp's
-//! [`RequestStateCodec`]) bound to the caller, the method and the target, with a TTL; a
-//! forged, tampered, expired or replayed-elsewhere value is rejected with `-32602` before
-//! any handler runs. The handler only ever sees its own state. The key is random per
-//! process unless set with [`Server::with_request_state_key`](crate::Server::with_request_state_key)
-//! (set it when several replicas serve one client).
+//! **`requestState` is sealed.** What leaves the server is encrypted and authenticated
+//! (XChaCha20-Poly1305), bound to the caller, the method, the target and the request's
+//! arguments, and expires (15 minutes unless
+//! [`Server::with_request_state_ttl`](crate::Server::with_request_state_ttl) says
+//! otherwise); a forged, tampered, expired or replayed-elsewhere value is rejected with
+//! `-32602` before any handler runs. The client cannot read the handler's state, and the
+//! handler only ever sees its own. The key is random per process unless set with
+//! [`Server::with_request_state_key`](crate::Server::with_request_state_key) or, to rotate
+//! keys without breaking rounds in flight,
+//! [`Server::with_request_state_keys`](crate::Server::with_request_state_keys) (set them
+//! when several replicas serve one client).
 //!
 //! **2025-11-25 connections** have no input rounds on the wire but do have server-to-client
 //! requests, so the framework drives the rounds itself: it sends each input request to the
@@ -18,80 +23,15 @@
 //! answers and runs the handler again. A client that did not declare the capability gets
 //! a clear `-32600` error instead.
 
-use std::time::Duration;
-
 use mcp_types::{
     CallToolResponse, ClientCapabilities, ErrorData, GetPromptResponse, InputRequest,
     InputRequests, InputRequiredResult, InputResponses, ReadResourceResponse, ResultType,
     ServerRequest,
 };
-use rmcp::{
-    RoleServer,
-    model::{RequestStateCodec, RequestStateError, SealOptions},
-    service::Peer,
-};
-use serde_json::Value;
-
-/// How long a sealed `requestState` stays valid.
-const STATE_TTL: Duration = Duration::from_secs(15 * 60);
+use rmcp::{RoleServer, service::Peer};
 
 /// How many rounds the framework drives for one legacy request before giving up.
 pub(crate) const MAX_LEGACY_ROUNDS: usize = 16;
-
-/// Seals and opens `requestState` values.
-pub(crate) struct StateSeal {
-    codec: RequestStateCodec,
-}
-
-impl StateSeal {
-    /// A seal with a fresh random key.
-    pub(crate) fn random() -> Self {
-        let mut key = [0u8; 32];
-        if let Err(error) = getrandom::fill(&mut key) {
-            // A guessable key would let clients forge state: refuse to run instead.
-            panic!("the operating system's random number generator failed: {error}");
-        }
-        Self::with_key(key.to_vec()).expect("a 32-byte key meets the codec's minimum length")
-    }
-
-    /// A seal with `key` (at least 32 bytes).
-    pub(crate) fn with_key(key: Vec<u8>) -> Result<Self, RequestStateError> {
-        RequestStateCodec::try_new(key).map(|codec| Self { codec })
-    }
-
-    /// Seals the handler's `state` (possibly none) for `binding`.
-    pub(crate) fn seal(&self, binding: &str, state: Option<&str>) -> String {
-        let payload = serde_json::json!({ "s": state });
-        let options = SealOptions::new()
-            .associated_data(binding.as_bytes())
-            .ttl(STATE_TTL);
-        self.codec
-            .seal_with(payload.to_string().as_bytes(), &options)
-    }
-
-    /// Opens a sealed value for `binding`, giving back the handler's own state.
-    pub(crate) fn open(&self, binding: &str, sealed: &str) -> Result<Option<String>, ErrorData> {
-        let rejected = |why: String| {
-            ErrorData::invalid_params(format!("requestState was rejected: {why}"), None)
-        };
-        let payload = self
-            .codec
-            .open_with(sealed, binding.as_bytes())
-            .map_err(|e| rejected(e.to_string()))?;
-        let value: Value = serde_json::from_slice(&payload).map_err(|e| rejected(e.to_string()))?;
-        Ok(value.get("s").and_then(Value::as_str).map(str::to_owned))
-    }
-}
-
-/// What a sealed state is bound to: who asked, what, and of what.
-pub(crate) fn binding(
-    principal: Option<&crate::auth::Principal>,
-    method: &str,
-    target: &str,
-) -> String {
-    let who = principal.map_or_else(|| "anon".to_owned(), |p| format!("auth:{}", p.scope_key()));
-    format!("{who}\n{method}\n{target}")
-}
 
 /// A response that may be an input round.
 pub(crate) trait InputRound {

@@ -51,8 +51,10 @@ pub mod mount;
 pub mod output;
 pub mod prompt;
 mod registry;
+mod request_state;
 pub mod resource;
 mod schema;
+pub mod secrets;
 mod server;
 mod service;
 mod tool;
@@ -63,7 +65,7 @@ pub mod version;
 pub use mcp_types as types;
 
 pub use context::{Context, Era, RequestScope};
-pub use error::{ServerError, ToolError};
+pub use error::{ServerError, ToolError, masked_internal_error};
 pub use extension::{BoxError, Extension, ToolCallNext};
 pub use extract::{
     Args, CurrentServer, FromCall, FromContext, RawArgs, State, Target, ViaArguments, ViaContext,

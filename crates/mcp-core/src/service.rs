@@ -132,8 +132,7 @@ impl McpService {
     async fn with_input_rounds<R, F, Fut>(
         &self,
         cx: RequestContext<RoleServer>,
-        method: &str,
-        target: &str,
+        request: RoundRequest<'_>,
         input_responses: Option<InputResponses>,
         request_state: Option<String>,
         run: F,
@@ -145,7 +144,12 @@ impl McpService {
     {
         let base = self.scope(cx);
         let seal = self.root.state_seal();
-        let binding = input_rounds::binding(base.principal(), method, target);
+        let RoundRequest {
+            method,
+            target,
+            arguments,
+        } = request;
+        let binding = crate::request_state::binding(base.principal(), method, target, arguments);
         let mut scope = base.clone();
         if input_responses.is_some() || request_state.is_some() {
             let state = match request_state {
@@ -218,11 +222,20 @@ impl McpService {
     }
 }
 
+/// What a request that may take input rounds asks for: its sealed `requestState` is bound
+/// to all of it.
+struct RoundRequest<'a> {
+    method: &'a str,
+    /// The tool name, resource URI or prompt name.
+    target: &'a str,
+    /// The request's arguments (none for `resources/read`).
+    arguments: Option<&'a mcp_types::JsonObject>,
+}
+
 fn wrong_reply(method: &str) -> ErrorData {
-    ErrorData::internal_error(
-        format!("a middleware answered {method} with a reply of another kind"),
-        None,
-    )
+    crate::masked_internal_error(format_args!(
+        "a middleware answered {method} with a reply of another kind"
+    ))
 }
 
 /// The version a request selects with `_meta.fastmcp.version` (H08).
@@ -456,8 +469,11 @@ impl ServerHandler for McpService {
         };
         self.with_input_rounds(
             context,
-            "tools/call",
-            &name,
+            RoundRequest {
+                method: "tools/call",
+                target: &name,
+                arguments: arguments.as_ref(),
+            },
             input_responses,
             request_state,
             run,
@@ -526,8 +542,11 @@ impl ServerHandler for McpService {
         };
         self.with_input_rounds(
             context,
-            "resources/read",
-            &uri,
+            RoundRequest {
+                method: "resources/read",
+                target: &uri,
+                arguments: None,
+            },
             input_responses,
             request_state,
             run,
@@ -572,8 +591,11 @@ impl ServerHandler for McpService {
         };
         self.with_input_rounds(
             context,
-            "prompts/get",
-            &name,
+            RoundRequest {
+                method: "prompts/get",
+                target: &name,
+                arguments: arguments.as_ref(),
+            },
             input_responses,
             request_state,
             run,
@@ -671,7 +693,7 @@ impl ServerHandler for McpService {
         let params = serde_json::to_value(request).ok();
         let value = self.custom("tasks/get", params, context).await?;
         serde_json::from_value(value).map_err(|e| {
-            ErrorData::internal_error(format!("tasks/get produced an invalid result: {e}"), None)
+            crate::masked_internal_error(format_args!("tasks/get produced an invalid result: {e}"))
         })
     }
 

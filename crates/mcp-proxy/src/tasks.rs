@@ -57,8 +57,7 @@ fn not_found(id: &str) -> ErrorData {
 fn caller_key(cx: &Context) -> String {
     cx.scope()
         .principal()
-        .map(mcp_core::auth::Principal::scope_key)
-        .unwrap_or_default()
+        .map_or_else(|| "anon".to_owned(), |p| format!("auth:{}", p.scope_key()))
 }
 
 fn opted_in(cx: &Context) -> bool {

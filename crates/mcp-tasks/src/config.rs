@@ -22,8 +22,11 @@ use std::time::Duration;
 /// let config = mcp_tasks::TasksConfig::default().with_concurrency(4);
 /// assert_eq!(config.concurrency, 4);
 /// assert_eq!(config.url, "memory://");
+/// // Debug output never shows a password in the URL.
+/// let redis = mcp_tasks::TasksConfig::default().with_url("redis://:hunter2@db:6379/0");
+/// assert!(!format!("{redis:?}").contains("hunter2"));
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct TasksConfig {
     /// Where tasks live: `memory://` (embedded, the default) or `redis://…`.
     pub url: String,
@@ -38,6 +41,19 @@ pub struct TasksConfig {
     pub ttl: Duration,
     /// The poll interval of tools that do not set one.
     pub poll_interval: Duration,
+}
+
+impl std::fmt::Debug for TasksConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TasksConfig")
+            .field("url", &mcp_core::secrets::redacted_url(&self.url))
+            .field("embedded_worker", &self.embedded_worker)
+            .field("credentials_key", &self.credentials_key)
+            .field("concurrency", &self.concurrency)
+            .field("ttl", &self.ttl)
+            .field("poll_interval", &self.poll_interval)
+            .finish()
+    }
 }
 
 impl Default for TasksConfig {

@@ -64,7 +64,7 @@ pub enum ConnectError {
         "unsupported task backend URL {url:?}: use memory:// (this process) or redis://host:port/db (shared)"
     )]
     Unsupported {
-        /// The URL as configured.
+        /// The URL as configured, without its password ([`redacted_url`](crate::redacted_url)).
         url: String,
     },
     /// A `redis://` URL, but this build has no Redis support.
@@ -72,7 +72,7 @@ pub enum ConnectError {
         "task backend URL {url:?} needs Redis support: build with the `redis` feature (mcpkit/redis or mcp-tasks/redis)"
     )]
     NotCompiled {
-        /// The URL as configured.
+        /// The URL as configured, without its password ([`redacted_url`](crate::redacted_url)).
         url: String,
     },
     /// The credentials key is unusable.
@@ -109,7 +109,7 @@ pub async fn connect(config: &TasksConfig) -> Result<Connected, ConnectError> {
         return connect_redis(config, url).await;
     }
     Err(ConnectError::Unsupported {
-        url: url.to_owned(),
+        url: mcp_core::secrets::redacted_url(url),
     })
 }
 
@@ -131,6 +131,6 @@ async fn connect_redis(config: &TasksConfig, url: &str) -> Result<Connected, Con
 #[cfg(not(feature = "redis"))]
 async fn connect_redis(_config: &TasksConfig, url: &str) -> Result<Connected, ConnectError> {
     Err(ConnectError::NotCompiled {
-        url: url.to_owned(),
+        url: mcp_core::secrets::redacted_url(url),
     })
 }

@@ -15,7 +15,7 @@ use crate::{TasksConfig, TasksExtension, backend::TaskBackend};
 /// ```
 /// use mcp_tasks::Engine;
 /// async fn queue_depth(engine: Engine) -> String {
-///     format!("engine on {}", engine.config().url)
+///     format!("engine on {}", mcp_tasks::redacted_url(&engine.config().url))
 /// }
 /// ```
 #[derive(Clone)]

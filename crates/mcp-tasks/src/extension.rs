@@ -53,8 +53,10 @@ fn not_found(id: &str) -> ErrorData {
     ErrorData::invalid_params(format!("Task {id} not found"), None)
 }
 
+/// A backend failure as the client sees it: masked, with an id that is logged with the
+/// details.
 fn internal(error: impl std::fmt::Display) -> ErrorData {
-    ErrorData::internal_error(error.to_string(), None)
+    mcp_core::masked_internal_error(error)
 }
 
 fn iso8601(ms: u64) -> String {

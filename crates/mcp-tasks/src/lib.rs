@@ -56,6 +56,7 @@ pub use connect::{ConnectError, Connected, connect};
 pub use engine::Engine;
 pub use extension::{TasksExtension, gate_tasks_request};
 pub use ids::new_task_id;
+pub use mcp_core::secrets::redacted_url;
 pub use owner::{TaskSnapshot, resolve_owning_server, resolve_tool};
 pub use worker::Worker;
 

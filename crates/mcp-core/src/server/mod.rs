@@ -103,7 +103,7 @@ struct ServerInner {
     /// Serializes copy-on-write updates of the registries.
     write: Mutex<()>,
     /// Seals the `requestState` of input rounds (see [`crate::input_rounds`]).
-    seal: ArcSwap<crate::input_rounds::StateSeal>,
+    seal: ArcSwap<crate::request_state::StateSeal>,
     /// List-changed announcements of this server and everything below it.
     changes: tokio::sync::broadcast::Sender<ListKind>,
     /// The servers this one is mounted in (weak: parents own their children).
@@ -347,7 +347,7 @@ impl Server {
                 running: AtomicBool::new(false),
                 write: Mutex::new(()),
                 changes: tokio::sync::broadcast::channel(changes::CHANNEL_CAPACITY).0,
-                seal: ArcSwap::from_pointee(crate::input_rounds::StateSeal::random()),
+                seal: ArcSwap::from_pointee(crate::request_state::StateSeal::random()),
                 parents: Mutex::default(),
             }),
         }
@@ -393,9 +393,10 @@ impl Server {
         self
     }
 
-    /// Sets the key that seals `requestState` in input rounds (at least 32 bytes). Without
+    /// Sets the key that seals `requestState` in input rounds: exactly 32 bytes. Without
     /// it each process uses a random key, so set the same key on every replica that may
-    /// receive a client's retry.
+    /// receive a client's retry. The same as
+    /// [`with_request_state_keys`](Self::with_request_state_keys) with one key.
     ///
     /// ```
     /// let s = mcp_core::Server::new("s").with_request_state_key([7u8; 32]).unwrap();
@@ -403,14 +404,64 @@ impl Server {
     /// # drop(s);
     /// ```
     pub fn with_request_state_key(self, key: impl Into<Vec<u8>>) -> Result<Self, ServerError> {
-        let seal = crate::input_rounds::StateSeal::with_key(key.into())
+        self.with_request_state_keys([key.into()])
+    }
+
+    /// Sets the keyring that seals `requestState`: the first key (the current one) seals,
+    /// and every key opens. Each key is exactly 32 bytes.
+    ///
+    /// A sealed `requestState` is encrypted and authenticated (XChaCha20-Poly1305), so the
+    /// client can neither read the handler's state nor change it, and it opens only for the
+    /// request it was issued for: the same caller ([`Principal`](crate::auth::Principal) or
+    /// anonymous), method, target (tool name, resource URI or prompt name) and arguments
+    /// (compared as JSON values, whatever their member order), before it expires. To rotate, put the new key first
+    /// and keep the old ones after it for as long as their values may still come back
+    /// (the TTL, [`with_request_state_ttl`](Self::with_request_state_ttl)); a value sealed
+    /// with a key no longer in the ring is rejected with `-32602`.
+    ///
+    /// ```
+    /// let (new, old) = ([2u8; 32], [1u8; 32]);
+    /// let s = mcp_core::Server::new("s").with_request_state_keys([new, old]).unwrap();
+    /// assert!(mcp_core::Server::new("s").with_request_state_keys(Vec::<[u8; 32]>::new()).is_err());
+    /// # drop(s);
+    /// ```
+    pub fn with_request_state_keys<K: AsRef<[u8]>>(
+        self,
+        keys: impl IntoIterator<Item = K>,
+    ) -> Result<Self, ServerError> {
+        let ttl = self.inner.seal.load().ttl();
+        let seal = crate::request_state::StateSeal::with_keys(keys, ttl)
             .map_err(|e| ServerError::RequestStateKey(e.to_string()))?;
         self.inner.seal.store(Arc::new(seal));
         Ok(self)
     }
 
+    /// Sets how long a sealed `requestState` stays valid (default 15 minutes): a client
+    /// that retries later is rejected with `-32602` and starts the request again.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let s = mcp_core::Server::new("s").with_request_state_ttl(Duration::from_secs(60));
+    /// assert_eq!(s.request_state_ttl(), Duration::from_secs(60));
+    /// ```
+    pub fn with_request_state_ttl(self, ttl: std::time::Duration) -> Self {
+        let seal = self.inner.seal.load().with_ttl(ttl);
+        self.inner.seal.store(Arc::new(seal));
+        self
+    }
+
+    /// How long a sealed `requestState` stays valid.
+    ///
+    /// ```
+    /// let s = mcp_core::Server::new("s");
+    /// assert_eq!(s.request_state_ttl(), std::time::Duration::from_secs(15 * 60));
+    /// ```
+    pub fn request_state_ttl(&self) -> std::time::Duration {
+        self.inner.seal.load().ttl()
+    }
+
     /// The seal for input-round state.
-    pub(crate) fn state_seal(&self) -> Arc<crate::input_rounds::StateSeal> {
+    pub(crate) fn state_seal(&self) -> Arc<crate::request_state::StateSeal> {
         self.inner.seal.load_full()
     }
 

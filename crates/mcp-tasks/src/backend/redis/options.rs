@@ -155,12 +155,7 @@ impl RedisOptions {
 
 /// The URL without its password, for messages.
 pub(super) fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            format!("{}://***@{}", &url[..scheme], &url[at + 1..])
-        }
-        _ => url.to_owned(),
-    }
+    mcp_core::secrets::redacted_url(url)
 }
 
 #[cfg(test)]
@@ -169,7 +164,7 @@ mod tests {
 
     #[test]
     fn passwords_never_reach_messages() {
-        assert_eq!(redact("redis://:secret@host:1/0"), "redis://***@host:1/0");
+        assert_eq!(redact("redis://:secret@host:1/0"), "redis://:***@host:1/0");
         assert_eq!(redact("redis://host:1"), "redis://host:1");
         let error = RedisOptions::default()
             .from_url("redis://:secret@host/?queue=a b")
