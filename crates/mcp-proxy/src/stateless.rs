@@ -66,6 +66,8 @@ pub(crate) struct Poster {
     next_id: AtomicI64,
     /// Tools whose schema has `x-mcp-header` annotations (their calls stay on the session).
     param_header_tools: RwLock<HashSet<String>>,
+    /// The largest JSON body or SSE event an answer may have.
+    limits: StreamableHttpResponseLimits,
 }
 
 impl Poster {
@@ -77,6 +79,7 @@ impl Poster {
         client_info: Implementation,
         capabilities: ClientCapabilities,
         capabilities_tasks: ClientCapabilities,
+        max_message_bytes: usize,
     ) -> Self {
         let meta_of = |capabilities| {
             RequestMetaObject::with_client_context(
@@ -94,6 +97,12 @@ impl Poster {
             meta_tasks: meta_of(capabilities_tasks),
             next_id: AtomicI64::new(1),
             param_header_tools: RwLock::new(HashSet::new()),
+            limits: {
+                let mut limits = StreamableHttpResponseLimits::default();
+                limits.max_sse_event_size = max_message_bytes;
+                limits.max_json_response_size = max_message_bytes;
+                limits
+            },
         }
     }
 
@@ -176,7 +185,7 @@ impl Poster {
                 None,
                 self.bearer.clone(),
                 headers,
-                StreamableHttpResponseLimits::default(),
+                self.limits,
             )
             .await
             .map_err(lost_or_protocol)?;
@@ -234,7 +243,7 @@ fn answer_to(
 fn lost_or_protocol(error: StreamableHttpError<reqwest::Error>) -> PostError {
     match error {
         StreamableHttpError::Client(error) if !error.is_status() && !error.is_decode() => {
-            PostError::Lost(error.to_string())
+            PostError::Lost(crate::tls::chain(&error))
         }
         StreamableHttpError::Io(error) => PostError::Lost(error.to_string()),
         StreamableHttpError::Sse(error) => PostError::Lost(error.to_string()),
