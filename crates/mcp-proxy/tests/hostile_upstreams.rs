@@ -90,11 +90,11 @@ async fn a_redirect_at_connect_is_not_followed_and_names_its_status() {
         .await
         .expect_err("a redirect is an error");
     let message = error.to_string();
-    assert!(message.contains("307"), "{message}");
     assert!(
         !contacted.load(Ordering::SeqCst),
         "the proxy followed the redirect: {message}"
     );
+    assert!(message.contains("307"), "{message}");
 }
 
 #[tokio::test]
@@ -128,12 +128,12 @@ async fn a_redirected_call_is_not_followed_and_the_body_stays_home() {
         .await
         .expect_err("a redirect is an error");
     let message = error.to_string();
-    assert!(message.contains("307"), "{message}");
-    assert!(message.contains("upstream 'moved'"), "{message}");
     assert!(
         !contacted.load(Ordering::SeqCst),
         "the proxy followed the redirect: {message}"
     );
+    assert!(message.contains("307"), "{message}");
+    assert!(message.contains("upstream 'moved'"), "{message}");
 }
 
 /// The fake stdio upstream (python3, standard library only).
