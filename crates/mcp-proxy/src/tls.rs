@@ -1,9 +1,9 @@
-//! The HTTP client of an HTTP upstream: rustls (ring) with the webpki roots or a configured
-//! CA file, and no redirects.
+//! The HTTP client of an HTTP upstream: rustls (aws-lc-rs) with the webpki roots or a
+//! configured CA file, and no redirects.
 //!
-//! reqwest is built with `rustls-no-provider`, whose own verifier would read the operating
-//! system's certificate store; the proxy hands it a finished rustls config instead, so the
-//! trusted roots are exactly the built-in Mozilla set (or the CA file), on every machine.
+//! reqwest's own rustls verifier would read the operating system's certificate store; the
+//! proxy hands it a finished rustls config instead, so the trusted roots are exactly the
+//! built-in Mozilla set (or the CA file), on every machine.
 
 use std::{path::Path, sync::Arc};
 
@@ -51,7 +51,7 @@ fn roots(target: &HttpTarget) -> Result<RootCertStore, String> {
 /// The reqwest client every request to `target` goes through (the session's transport and
 /// the direct posts alike).
 pub(crate) fn http_client(target: &HttpTarget) -> Result<reqwest::Client, ProxyError> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let mut tls = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| ProxyError::Config(format!("TLS versions: {e}")))?

@@ -84,7 +84,7 @@ async fn serve_https(pki: &Pki) -> SocketAddr {
             |Args(Pair { a, b }): Args<Pair>| async move { Ok::<_, ToolError>(a + b) },
         ))
         .expect("add");
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .expect("versions")
