@@ -6,7 +6,10 @@
 //! requests over it); it is never opened per call. When it dies (the child exits, the
 //! connection drops), the request in flight fails with [`ProxyError::Disconnected`] and the
 //! next request reconnects; failed reconnects back off exponentially, and requests made
-//! meanwhile fail at once with [`ProxyError::Down`] instead of waiting.
+//! meanwhile fail at once with [`ProxyError::Down`] instead of waiting. A stdio upstream
+//! that writes a line that is not JSON, or one over
+//! [`UpstreamOptions::max_message_bytes`], is treated the same way: its session is closed and
+//! the request in flight fails with [`ProxyError::Protocol`] saying what it wrote.
 //!
 //! The session speaks 2026-07-28 when the upstream offers it (`server/discover`), else
 //! 2025-11-25 (`initialize`). On a 2026-07-28 session over HTTP, calls (`tools/call`,

@@ -213,3 +213,41 @@ fn the_ca_file_shows_in_debug_and_the_bearer_does_not() {
     assert!(debug.contains("/etc/mcp/ca.pem"), "{debug}");
     assert!(!debug.contains("s3cret-token"), "{debug}");
 }
+
+#[tokio::test]
+async fn the_gateway_reaches_an_https_upstream_through_its_toml_ca_file() {
+    let pki = pki();
+    let addr = serve_https(&pki).await;
+    let dir = scratch("gateway");
+    let ca_file = dir.join("ca.pem");
+    std::fs::write(&ca_file, &pki.ca_pem).expect("write CA");
+    let config = dir.join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[upstream]]\nnamespace = \"secure\"\nurl = \"https://localhost:{}/mcp\"\nca_file = {:?}\n",
+            addr.port(),
+            ca_file.display().to_string()
+        ),
+    )
+    .expect("write config");
+    let gateway = mcp_proxy::CommandTarget::new(env!("CARGO_BIN_EXE_mcp-gateway"))
+        .arg("--config")
+        .arg(config.display().to_string());
+    let gateway = Upstream::command("gateway", gateway);
+    let reply = gateway
+        .call_tool(
+            "secure_add",
+            args(serde_json::json!({"a": 20, "b": 22})),
+            RequestOptions::default(),
+        )
+        .await
+        .expect("called through the gateway over TLS");
+    let CallToolResponse::Complete(result) = reply else {
+        panic!("{reply:?}")
+    };
+    assert_eq!(
+        result.structured_content,
+        Some(serde_json::json!({"result": 42}))
+    );
+}
