@@ -732,18 +732,15 @@ impl Upstream {
                 let service = client_config()
                     .serve_with_lifecycle(transport, mode)
                     .await
-                    .map_err(|e| handshake_error(&e))?;
+                    .map_err(|e| tls::redact_url_password(handshake_error(&e), &target.url))?;
                 let mut session = running_session(service, None).await;
                 if session.modern {
                     let poster = Poster::new(
                         client,
-                        config.uri,
-                        config.auth_header,
-                        config.custom_headers,
+                        config,
                         client_config().client_info,
                         session.capabilities.clone(),
                         with_tasks(&session.capabilities),
-                        max,
                     );
                     // A new session knows no tool schemas, so it could not add the
                     // `Mcp-Param-*` headers annotated arguments need: list the tools once, so

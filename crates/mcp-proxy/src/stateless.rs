@@ -34,8 +34,8 @@ use rmcp::{
     transport::{
         common::http_header::{BASE64_HEADER_PREFIX, BASE64_HEADER_SUFFIX},
         streamable_http_client::{
-            StreamableHttpClient as _, StreamableHttpError, StreamableHttpPostResponse,
-            StreamableHttpResponseLimits,
+            StreamableHttpClient as _, StreamableHttpClientTransportConfig, StreamableHttpError,
+            StreamableHttpPostResponse, StreamableHttpResponseLimits,
         },
     },
 };
@@ -71,15 +71,14 @@ pub(crate) struct Poster {
 }
 
 impl Poster {
+    /// Posts to the endpoint of `transport` (its URI, bearer, headers and response size
+    /// limits) with `client`.
     pub(crate) fn new(
         client: ForwardingClient,
-        uri: Arc<str>,
-        bearer: Option<String>,
-        headers: HashMap<HeaderName, HeaderValue>,
+        transport: StreamableHttpClientTransportConfig,
         client_info: Implementation,
         capabilities: ClientCapabilities,
         capabilities_tasks: ClientCapabilities,
-        max_message_bytes: usize,
     ) -> Self {
         let meta_of = |capabilities| {
             RequestMetaObject::with_client_context(
@@ -88,21 +87,19 @@ impl Poster {
                 capabilities,
             )
         };
+        let mut limits = StreamableHttpResponseLimits::default();
+        limits.max_sse_event_size = transport.max_sse_event_size;
+        limits.max_json_response_size = transport.max_json_response_size;
         Self {
             client,
-            uri,
-            bearer,
-            headers,
+            uri: transport.uri,
+            bearer: transport.auth_header,
+            headers: transport.custom_headers,
             meta: meta_of(capabilities),
             meta_tasks: meta_of(capabilities_tasks),
             next_id: AtomicI64::new(1),
             param_header_tools: RwLock::new(HashSet::new()),
-            limits: {
-                let mut limits = StreamableHttpResponseLimits::default();
-                limits.max_sse_event_size = max_message_bytes;
-                limits.max_json_response_size = max_message_bytes;
-                limits
-            },
+            limits,
         }
     }
 
@@ -188,7 +185,15 @@ impl Poster {
                 self.limits,
             )
             .await
-            .map_err(lost_or_protocol)?;
+            .map_err(|error| match lost_or_protocol(error) {
+                PostError::Lost(reason) => {
+                    PostError::Lost(crate::tls::redact_url_password(reason, &self.uri))
+                }
+                PostError::Protocol(reason) => {
+                    PostError::Protocol(crate::tls::redact_url_password(reason, &self.uri))
+                }
+                upstream => upstream,
+            })?;
         match response {
             StreamableHttpPostResponse::Json(message, _) => {
                 answer_to(&id, message).unwrap_or_else(|| {

@@ -205,7 +205,10 @@ pub struct HttpTarget {
 impl std::fmt::Debug for HttpTarget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpTarget")
-            .field("url", &self.url)
+            .field(
+                "url",
+                &crate::tls::redact_url_password(self.url.clone(), &self.url),
+            )
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("bearer", &self.bearer.as_ref().map(|_| "<redacted>"))
             .field("forward", &self.forward)
@@ -267,6 +270,9 @@ impl HttpTarget {
     /// ```
     /// let target = mcp_proxy::HttpTarget::new("https://mcp.internal:8443/mcp").ca_file("/etc/mcp/ca.pem");
     /// assert!(format!("{target:?}").contains("/etc/mcp/ca.pem"));
+    /// // A password in the URL never shows.
+    /// let target = mcp_proxy::HttpTarget::new("https://svc:hunter2@mcp.internal/mcp");
+    /// assert!(!format!("{target:?}").contains("hunter2"));
     /// ```
     pub fn ca_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.ca_file = Some(path.into());
