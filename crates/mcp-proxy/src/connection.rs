@@ -39,7 +39,8 @@ use rmcp::{
         PeerRequestOptions, RunningService, ServiceError,
     },
     transport::{
-        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
+        StreamableHttpClientTransport,
+        streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError},
     },
 };
 
@@ -507,9 +508,26 @@ impl Upstream {
                 method: method.to_owned(),
                 timeout,
             },
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-                self.lost(session, method)
-            }
+            ServiceError::TransportSend(error) => match answered_wrongly(&*error.error) {
+                // The upstream answered, with a status or body no MCP answer has (a
+                // redirect, an over-long body): say so, and still reconnect.
+                Some(detail) => {
+                    self.drop_session(session);
+                    let detail = match &self.inner.source {
+                        Source::Http(target) => tls::redact_url_password(detail, &target.url),
+                        _ => detail,
+                    };
+                    ProxyError::Protocol {
+                        upstream: self.inner.name.clone(),
+                        method: method.to_owned(),
+                        detail: format!(
+                            "{detail}; the session was closed, the next request reconnects"
+                        ),
+                    }
+                }
+                None => self.lost(session, method),
+            },
+            ServiceError::TransportClosed => self.lost(session, method),
             other => {
                 if session.closed() {
                     return self.lost(session, method);
@@ -756,6 +774,18 @@ impl Upstream {
                 Ok(session)
             }
         }
+    }
+}
+
+/// What was wrong with an HTTP answer, when the upstream answered but not as MCP does (an
+/// unexpected status such as a redirect, a body over the limit, another content type).
+fn answered_wrongly(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    match error.downcast_ref::<StreamableHttpError<reqwest::Error>>()? {
+        StreamableHttpError::UnexpectedServerResponse(_)
+        | StreamableHttpError::HttpStatus(_)
+        | StreamableHttpError::ResponseBodyTooLarge { .. }
+        | StreamableHttpError::UnexpectedContentType(_) => Some(tls::chain(error)),
+        _ => None,
     }
 }
 

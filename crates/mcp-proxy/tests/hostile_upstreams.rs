@@ -136,6 +136,45 @@ async fn a_redirected_call_is_not_followed_and_the_body_stays_home() {
     assert!(message.contains("upstream 'moved'"), "{message}");
 }
 
+#[tokio::test]
+async fn a_redirected_call_on_a_2025_11_25_session_is_not_followed() {
+    // The same through rmcp's session worker: every POST carrying a `tools/call` (read from
+    // the body, as 2025-11-25 requests have no `Mcp-Method` header) is redirected.
+    let (other, contacted) = elsewhere().await;
+    let redirect_calls = move |request: Request, next: Next| async move {
+        let (parts, body) = request.into_parts();
+        let Ok(bytes) = axum::body::to_bytes(body, 1 << 20).await else {
+            return StatusCode::BAD_REQUEST.into_response();
+        };
+        if bytes.windows(10).any(|w| w == b"tools/call") {
+            return redirect_to(other);
+        }
+        next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+            .await
+    };
+    let router = adder()
+        .http_router(&HttpConfig::new())
+        .layer(axum::middleware::from_fn(redirect_calls));
+    let addr = serve(router).await;
+    let upstream = Upstream::http("moved", HttpTarget::new(format!("http://{addr}/mcp")))
+        .with_options(UpstreamOptions::default().legacy_handshake());
+    assert_eq!(upstream.list_tools().await.expect("listed").len(), 1);
+    let error = upstream
+        .call_tool(
+            "add",
+            args(serde_json::json!({"a": 1, "b": 2})),
+            RequestOptions::default(),
+        )
+        .await
+        .expect_err("a redirect is an error");
+    let message = error.to_string();
+    assert!(
+        !contacted.load(Ordering::SeqCst),
+        "the proxy followed the redirect: {message}"
+    );
+    assert!(message.contains("307"), "{message}");
+}
+
 /// The fake stdio upstream (python3, standard library only).
 fn fake_upstream() -> CommandTarget {
     CommandTarget::new("python3").arg(concat!(
