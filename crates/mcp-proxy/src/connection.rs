@@ -6,7 +6,10 @@
 //! requests over it); it is never opened per call. When it dies (the child exits, the
 //! connection drops), the request in flight fails with [`ProxyError::Disconnected`] and the
 //! next request reconnects; failed reconnects back off exponentially, and requests made
-//! meanwhile fail at once with [`ProxyError::Down`] instead of waiting.
+//! meanwhile fail at once with [`ProxyError::Down`] instead of waiting. A stdio upstream
+//! that writes a line that is not JSON, or one over
+//! [`UpstreamOptions::max_message_bytes`], is treated the same way: its session is closed and
+//! the request in flight fails with [`ProxyError::Protocol`] saying what it wrote.
 //!
 //! The session speaks 2026-07-28 when the upstream offers it (`server/discover`), else
 //! 2025-11-25 (`initialize`). On a 2026-07-28 session over HTTP, calls (`tools/call`,
@@ -15,7 +18,7 @@
 
 use std::{
     collections::BTreeMap,
-    sync::{Arc, Mutex, PoisonError},
+    sync::{Arc, Mutex, OnceLock, PoisonError},
     time::Instant,
 };
 
@@ -32,19 +35,21 @@ use rmcp::{
         PaginatedRequestParams, RequestMetaObject,
     },
     service::{
-        ClientLifecycleMode, ClientServiceExt as _, Peer, PeerRequestOptions, RunningService,
-        ServiceError,
+        ClientInitializeError, ClientLifecycleMode, ClientServiceExt as _, Peer,
+        PeerRequestOptions, RunningService, ServiceError,
     },
     transport::{
-        StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
+        StreamableHttpClientTransport,
+        streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError},
     },
 };
 
 use crate::{
     CommandTarget, HttpTarget, ProxyError, UpstreamOptions,
     forwarding::{ForwardedHeaders, ForwardingClient},
-    listing,
     stateless::{PostError, Poster},
+    stdout::{self, Fault},
+    tls,
 };
 
 /// Per-request options of [`Upstream::request`] and [`Upstream::call_tool`].
@@ -133,11 +138,20 @@ pub(crate) struct Session {
     capabilities: ClientCapabilities,
     /// Posts calls directly, for 2026-07-28 sessions over HTTP.
     poster: Option<Poster>,
+    /// Why a stdio upstream's output was cut off (garbage, an over-long line), once it was.
+    fault: Option<Fault>,
 }
 
 impl Session {
     fn closed(&self) -> bool {
         self.peer.is_transport_closed()
+    }
+
+    fn fault(&self) -> Option<&str> {
+        self.fault
+            .as_ref()
+            .and_then(|f| f.get())
+            .map(String::as_str)
     }
 }
 
@@ -157,6 +171,9 @@ struct Inner {
     /// Serializes reconnects: one attempt at a time.
     connecting: tokio::sync::Mutex<()>,
     backoff: Mutex<Backoff>,
+    /// The HTTP client of an HTTP upstream, built (CA file read) on the first connect and
+    /// shared by every session and direct post after it.
+    http_client: OnceLock<ForwardingClient>,
 }
 
 /// A remote MCP server and the one session the proxy keeps with it. Cheap to clone (clones
@@ -199,6 +216,7 @@ impl Upstream {
                 current: ArcSwapOption::empty(),
                 connecting: tokio::sync::Mutex::new(()),
                 backoff: Mutex::new(Backoff::default()),
+                http_client: OnceLock::new(),
             }),
         }
     }
@@ -490,20 +508,29 @@ impl Upstream {
                 method: method.to_owned(),
                 timeout,
             },
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-                self.drop_session(session);
-                ProxyError::Disconnected {
-                    upstream: self.inner.name.clone(),
-                    method: method.to_owned(),
-                }
-            }
-            other => {
-                if session.closed() {
+            ServiceError::TransportSend(error) => match answered_wrongly(&*error.error) {
+                // The upstream answered, with a status or body no MCP answer has (a
+                // redirect, an over-long body): say so, and still reconnect.
+                Some(detail) => {
                     self.drop_session(session);
-                    return ProxyError::Disconnected {
+                    let detail = match &self.inner.source {
+                        Source::Http(target) => tls::redact_url_password(detail, &target.url),
+                        _ => detail,
+                    };
+                    ProxyError::Protocol {
                         upstream: self.inner.name.clone(),
                         method: method.to_owned(),
-                    };
+                        detail: format!(
+                            "{detail}; the session was closed, the next request reconnects"
+                        ),
+                    }
+                }
+                None => self.lost(session, method),
+            },
+            ServiceError::TransportClosed => self.lost(session, method),
+            other => {
+                if session.closed() {
+                    return self.lost(session, method);
                 }
                 ProxyError::Protocol {
                     upstream: self.inner.name.clone(),
@@ -512,6 +539,42 @@ impl Upstream {
                 }
             }
         }
+    }
+
+    /// The error of a request whose session closed under it (the session is dropped): the
+    /// reason when the proxy cut a misbehaving stdio upstream off, else a disconnect.
+    fn lost(&self, session: &Arc<Session>, method: &str) -> ProxyError {
+        self.drop_session(session);
+        match session.fault() {
+            Some(fault) => ProxyError::Protocol {
+                upstream: self.inner.name.clone(),
+                method: method.to_owned(),
+                detail: format!("{fault}; the session was closed, the next request reconnects"),
+            },
+            None => ProxyError::Disconnected {
+                upstream: self.inner.name.clone(),
+                method: method.to_owned(),
+            },
+        }
+    }
+
+    /// The HTTP client of `target`, built once (a bad CA file fails every connect until it
+    /// is fixed, with a configuration error rather than a backoff).
+    fn http_client(&self, target: &HttpTarget) -> Result<ForwardingClient, ProxyError> {
+        if let Some(client) = self.inner.http_client.get() {
+            return Ok(client.clone());
+        }
+        let client = tls::http_client(target).map_err(|error| match error {
+            ProxyError::Config(reason) => {
+                ProxyError::Config(format!("upstream '{}': {reason}", self.inner.name))
+            }
+            other => other,
+        })?;
+        Ok(self
+            .inner
+            .http_client
+            .get_or_init(|| ForwardingClient(client))
+            .clone())
     }
 
     /// Forgets `session` if it is still the current one.
@@ -537,6 +600,9 @@ impl Upstream {
                 return Ok(session);
             }
             self.inner.current.store(None);
+        }
+        if let Source::Http(target) = &self.inner.source {
+            self.http_client(target)?;
         }
         self.check_backoff()?;
         match self.connect().await {
@@ -633,7 +699,8 @@ impl Upstream {
                 let mut command = tokio::process::Command::new(&target.program);
                 command
                     .args(&target.args)
-                    .envs(&target.env)
+                    .env_clear()
+                    .envs(target.child_env(|name| std::env::var_os(name)))
                     .stdin(std::process::Stdio::piped())
                     .stdout(std::process::Stdio::piped())
                     .stderr(std::process::Stdio::inherit())
@@ -647,15 +714,24 @@ impl Upstream {
                 let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
                     return Err("the child's stdio pipes are missing".to_owned());
                 };
-                let transport = (listing::keep_execution(stdout), stdin);
+                let (stdout, fault) =
+                    stdout::read_upstream(stdout, self.inner.options.max_message_bytes);
                 let service = client_config()
-                    .serve_with_lifecycle(transport, mode)
+                    .serve_with_lifecycle((stdout, stdin), mode)
                     .await
-                    .map_err(|e| e.to_string())?;
-                Ok(running_session(service, Some(child)).await)
+                    .map_err(|e| match fault.get() {
+                        Some(fault) => fault.clone(),
+                        None => handshake_error(&e),
+                    })?;
+                let mut session = running_session(service, Some(child)).await;
+                session.fault = Some(fault);
+                Ok(session)
             }
             Source::Http(target) => {
-                let mut config = StreamableHttpClientTransportConfig::with_uri(target.url.clone());
+                let max = self.inner.options.max_message_bytes;
+                let mut config = StreamableHttpClientTransportConfig::with_uri(target.url.clone())
+                    .max_json_response_size(max)
+                    .max_sse_event_size(max);
                 if let Some(token) = &target.bearer {
                     config = config.auth_header(token.clone());
                 }
@@ -668,20 +744,18 @@ impl Upstream {
                     headers.insert(name, value);
                 }
                 config = config.custom_headers(headers);
-                let client = ForwardingClient(reqwest::Client::new());
+                let client = self.http_client(target).map_err(|e| e.to_string())?;
                 let transport =
                     StreamableHttpClientTransport::with_client(client.clone(), config.clone());
                 let service = client_config()
                     .serve_with_lifecycle(transport, mode)
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| tls::redact_url_password(handshake_error(&e), &target.url))?;
                 let mut session = running_session(service, None).await;
                 if session.modern {
                     let poster = Poster::new(
                         client,
-                        config.uri,
-                        config.auth_header,
-                        config.custom_headers,
+                        config,
                         client_config().client_info,
                         session.capabilities.clone(),
                         with_tasks(&session.capabilities),
@@ -700,6 +774,29 @@ impl Upstream {
                 Ok(session)
             }
         }
+    }
+}
+
+/// What was wrong with an HTTP answer, when the upstream answered but not as MCP does (an
+/// unexpected status such as a redirect, a body over the limit, another content type).
+fn answered_wrongly(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    match error.downcast_ref::<StreamableHttpError<reqwest::Error>>()? {
+        StreamableHttpError::UnexpectedServerResponse(_)
+        | StreamableHttpError::HttpStatus(_)
+        | StreamableHttpError::ResponseBodyTooLarge { .. }
+        | StreamableHttpError::UnexpectedContentType(_) => Some(tls::chain(error)),
+        _ => None,
+    }
+}
+
+/// Why a handshake failed, with the causes rmcp keeps out of its message (an unknown
+/// certificate issuer, a refused connection, a redirect status).
+fn handshake_error(error: &ClientInitializeError) -> String {
+    match error {
+        ClientInitializeError::TransportError { error, context } => {
+            format!("{}, when {context}", tls::chain(&*error.error))
+        }
+        other => tls::chain(other),
     }
 }
 
@@ -742,6 +839,7 @@ async fn session_of(
         instructions,
         capabilities,
         poster: None,
+        fault: None,
     }
 }
 

@@ -11,20 +11,26 @@
 //! namespace = "demo"
 //! command = "target/debug/examples/demo"
 //! args = ["--stdio"]
-//! env = { RUST_LOG = "warn" }
+//! env = { RUST_LOG = "warn" }         # the child gets only these, the base set
+//! inherit_env = ["DEMO_CONFIG"]        # (mcp_proxy::BASE_ENV) and the ones named here
 //!
 //! [[upstream]]
 //! namespace = "api"
-//! url = "http://127.0.0.1:8001/mcp"
+//! url = "https://mcp.internal:8443/mcp"
+//! ca_file = "/etc/mcp/internal-ca.pem"  # optional: trusted instead of the built-in roots
 //! headers = { "X-Team" = "search" }
 //! bearer_env = "API_TOKEN"              # the token is read from the environment
 //! forward_headers = ["X-Request-Id"]    # client headers passed on (none by default)
 //! call_timeout_ms = 30000
+//! max_message_bytes = 16777216          # the largest answer or stdio line (16 MiB)
 //! task_modes = { slow_report = "optional" }   # local tasks for a tool of a task-less upstream
 //! ```
 //!
 //! Task passthrough (`ProxyTasks`) is always on: upstreams that advertise
-//! `io.modelcontextprotocol/tasks` get opted-in calls forwarded with the opt-in.
+//! `io.modelcontextprotocol/tasks` get opted-in calls forwarded with the opt-in. Without
+//! `key_env` the proxy task ids are signed with a random key of this process, so they stop
+//! working at a restart and on other replicas; [`GatewayConfig::build`] logs a warning saying
+//! so.
 
 use std::{collections::BTreeMap, path::PathBuf, time::Duration};
 
@@ -101,13 +107,20 @@ pub struct UpstreamConfig {
     /// Its arguments.
     #[serde(default)]
     pub args: Vec<String>,
-    /// Extra environment variables for it.
+    /// Environment variables set for it. It does not inherit the gateway's environment,
+    /// only [`BASE_ENV`](crate::BASE_ENV), these and `inherit_env`.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Variables of the gateway's environment passed through to it by name.
+    #[serde(default)]
+    pub inherit_env: Vec<String>,
     /// Its working directory.
     pub cwd: Option<PathBuf>,
-    /// A Streamable HTTP URL.
+    /// A Streamable HTTP URL (`http://` or `https://`).
     pub url: Option<String>,
+    /// A PEM file of CA certificates trusted for the `https://` URL instead of the built-in
+    /// webpki roots.
+    pub ca_file: Option<PathBuf>,
     /// Headers sent to the URL on every request.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
@@ -123,6 +136,9 @@ pub struct UpstreamConfig {
     pub forward_authorization: bool,
     /// The per-request timeout in milliseconds (60000).
     pub call_timeout_ms: Option<u64>,
+    /// The largest message the upstream may send, in bytes: a stdio line, a JSON body or an
+    /// SSE event (16 MiB).
+    pub max_message_bytes: Option<usize>,
     /// Task modes declared at the gateway, by upstream tool name (`"optional"`,
     /// `"required"`, `"forbidden"`): with `[tasks]`, opted-in calls of these tools run as
     /// local tasks when the upstream has no tasks of its own.
@@ -211,7 +227,14 @@ impl GatewayConfig {
                 })?;
                 ProxyTasks::with_signer(TaskIdSigner::new(key.as_bytes())?)
             }
-            None => ProxyTasks::new()?,
+            None => {
+                tracing::warn!(
+                    "no [tasks] key_env: passthrough task ids are signed with a random key of this \
+                     process; they will not survive a restart or work across replicas (set \
+                     key_env to a variable holding a key of at least 16 bytes)"
+                );
+                ProxyTasks::new()?
+            }
         };
         if let Some(section) = &self.tasks {
             let config = mcp_tasks::TasksConfig::from_env().with_url(
@@ -254,14 +277,28 @@ impl UpstreamConfig {
         };
         let upstream = match (&self.command, &self.url) {
             (Some(command), None) => {
+                if self.ca_file.is_some() {
+                    return Err(invalid("`ca_file` applies to a `url`, not a `command`"));
+                }
                 let mut target = CommandTarget::new(command.clone()).args(self.args.clone());
                 target.env = self.env.clone();
+                target.inherit = self.inherit_env.iter().cloned().collect();
                 target.cwd = self.cwd.clone();
                 Upstream::command(self.namespace.clone(), target)
             }
             (None, Some(url)) => {
+                if !self.env.is_empty() || !self.inherit_env.is_empty() {
+                    return Err(invalid(
+                        "`env` and `inherit_env` apply to a `command`, not a `url`",
+                    ));
+                }
                 let mut target = HttpTarget::new(url.clone());
                 target.headers = self.headers.clone();
+                if let Some(path) = &self.ca_file {
+                    // Read now, so a bad file stops the gateway at start with its reason.
+                    crate::tls::read_ca_file(path).map_err(|reason| invalid(&reason))?;
+                    target = target.ca_file(path.clone());
+                }
                 let mut policy = HeaderPolicy::deny_all();
                 for name in &self.forward_headers {
                     policy = policy.allow(name).map_err(|e| invalid(&e.to_string()))?;
@@ -284,6 +321,9 @@ impl UpstreamConfig {
         let mut options = UpstreamOptions::default();
         if let Some(ms) = self.call_timeout_ms {
             options = options.call_timeout(Duration::from_millis(ms));
+        }
+        if let Some(bytes) = self.max_message_bytes {
+            options = options.max_message_bytes(bytes);
         }
         Ok(upstream.with_options(options))
     }
@@ -312,6 +352,40 @@ mod tests {
         let config = GatewayConfig::from_toml(include_str!("../gateway.example.toml")).unwrap();
         assert_eq!(config.upstream.len(), 2);
         assert!(config.upstream.iter().all(|u| u.upstream().is_ok()));
+    }
+
+    #[test]
+    fn a_bad_ca_file_is_a_config_error_naming_the_file() {
+        // issue 12, scope 3 (TLS): the gateway refuses to start on an unusable CA file.
+        let dir = std::env::temp_dir().join(format!("mcp-gateway-ca-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let not_pem = dir.join("not-pem.pem");
+        std::fs::write(&not_pem, "this is not a certificate\n").unwrap();
+        for (path, expected) in [
+            (dir.join("missing.pem"), "reading the CA file"),
+            (not_pem, "no PEM CERTIFICATE block"),
+        ] {
+            let entry: UpstreamConfig = toml::from_str(&format!(
+                "namespace = \"x\"\nurl = \"https://127.0.0.1:1/mcp\"\nca_file = {:?}",
+                path.display().to_string()
+            ))
+            .unwrap();
+            let error = entry.upstream().unwrap_err().to_string();
+            assert!(error.contains("upstream 'x'"), "{error}");
+            assert!(error.contains(expected), "{error}");
+            assert!(error.contains(&path.display().to_string()), "{error}");
+        }
+    }
+
+    #[test]
+    fn child_environment_keys_are_refused_on_a_url_entry() {
+        for key in ["inherit_env = [\"A\"]", "env = { A = \"1\" }"] {
+            let entry: UpstreamConfig =
+                toml::from_str(&format!("namespace = \"x\"\nurl = \"http://h/mcp\"\n{key}"))
+                    .unwrap();
+            let error = entry.upstream().unwrap_err().to_string();
+            assert!(error.contains("apply to a `command`"), "{error}");
+        }
     }
 
     #[test]

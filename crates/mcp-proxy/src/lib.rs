@@ -36,18 +36,20 @@ pub mod headers;
 pub mod listing;
 mod server;
 mod stateless;
+mod stdout;
 mod target;
 #[cfg(feature = "tasks")]
 pub mod task_ids;
 #[cfg(feature = "tasks")]
 mod tasks;
+mod tls;
 mod tool;
 
 pub use connection::{RequestOptions, Upstream};
 pub use error::ProxyError;
 pub use headers::HeaderPolicy;
 pub use server::{ProxyServer, upstream_of};
-pub use target::{CommandTarget, HttpTarget, UpstreamOptions};
+pub use target::{BASE_ENV, CommandTarget, DEFAULT_MAX_MESSAGE_BYTES, HttpTarget, UpstreamOptions};
 #[cfg(feature = "tasks")]
 pub use tasks::ProxyTasks;
 pub use tool::{ClientFactory, ProxyTool};

@@ -10,7 +10,7 @@
 
 use mcp_types::meta;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWriteExt as _, BufReader, DuplexStream};
+use tokio::io::{AsyncRead, DuplexStream};
 
 /// Rewrites one newline-delimited JSON-RPC message: a result holding `tools` gets each tool's
 /// `execution` moved under `_meta[meta::EXECUTION]`. Any other line comes back unchanged.
@@ -54,7 +54,9 @@ pub fn move_execution(line: &str) -> String {
 }
 
 /// A reader of `source` (an upstream's stdout) in which every listing keeps `execution`
-/// ([`move_execution`]). The copy runs on a task that ends with `source`.
+/// ([`move_execution`]). The copy runs on a task that ends with `source`; it also ends at
+/// the first line that is not JSON or is longer than
+/// [`DEFAULT_MAX_MESSAGE_BYTES`](crate::DEFAULT_MAX_MESSAGE_BYTES).
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -67,16 +69,5 @@ pub fn move_execution(line: &str) -> String {
 /// # });
 /// ```
 pub fn keep_execution<R: AsyncRead + Unpin + Send + 'static>(source: R) -> DuplexStream {
-    let (reader, mut writer) = tokio::io::duplex(1 << 16);
-    tokio::spawn(async move {
-        let mut lines = BufReader::new(source).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            let mut out = move_execution(&line);
-            out.push('\n');
-            if writer.write_all(out.as_bytes()).await.is_err() {
-                return;
-            }
-        }
-    });
-    reader
+    crate::stdout::read_upstream(source, crate::DEFAULT_MAX_MESSAGE_BYTES).0
 }

@@ -34,8 +34,8 @@ use rmcp::{
     transport::{
         common::http_header::{BASE64_HEADER_PREFIX, BASE64_HEADER_SUFFIX},
         streamable_http_client::{
-            StreamableHttpClient as _, StreamableHttpError, StreamableHttpPostResponse,
-            StreamableHttpResponseLimits,
+            StreamableHttpClient as _, StreamableHttpClientTransportConfig, StreamableHttpError,
+            StreamableHttpPostResponse, StreamableHttpResponseLimits,
         },
     },
 };
@@ -66,14 +66,16 @@ pub(crate) struct Poster {
     next_id: AtomicI64,
     /// Tools whose schema has `x-mcp-header` annotations (their calls stay on the session).
     param_header_tools: RwLock<HashSet<String>>,
+    /// The largest JSON body or SSE event an answer may have.
+    limits: StreamableHttpResponseLimits,
 }
 
 impl Poster {
+    /// Posts to the endpoint of `transport` (its URI, bearer, headers and response size
+    /// limits) with `client`.
     pub(crate) fn new(
         client: ForwardingClient,
-        uri: Arc<str>,
-        bearer: Option<String>,
-        headers: HashMap<HeaderName, HeaderValue>,
+        transport: StreamableHttpClientTransportConfig,
         client_info: Implementation,
         capabilities: ClientCapabilities,
         capabilities_tasks: ClientCapabilities,
@@ -85,15 +87,19 @@ impl Poster {
                 capabilities,
             )
         };
+        let mut limits = StreamableHttpResponseLimits::default();
+        limits.max_sse_event_size = transport.max_sse_event_size;
+        limits.max_json_response_size = transport.max_json_response_size;
         Self {
             client,
-            uri,
-            bearer,
-            headers,
+            uri: transport.uri,
+            bearer: transport.auth_header,
+            headers: transport.custom_headers,
             meta: meta_of(capabilities),
             meta_tasks: meta_of(capabilities_tasks),
             next_id: AtomicI64::new(1),
             param_header_tools: RwLock::new(HashSet::new()),
+            limits,
         }
     }
 
@@ -176,10 +182,18 @@ impl Poster {
                 None,
                 self.bearer.clone(),
                 headers,
-                StreamableHttpResponseLimits::default(),
+                self.limits,
             )
             .await
-            .map_err(lost_or_protocol)?;
+            .map_err(|error| match lost_or_protocol(error) {
+                PostError::Lost(reason) => {
+                    PostError::Lost(crate::tls::redact_url_password(reason, &self.uri))
+                }
+                PostError::Protocol(reason) => {
+                    PostError::Protocol(crate::tls::redact_url_password(reason, &self.uri))
+                }
+                upstream => upstream,
+            })?;
         match response {
             StreamableHttpPostResponse::Json(message, _) => {
                 answer_to(&id, message).unwrap_or_else(|| {
@@ -234,7 +248,7 @@ fn answer_to(
 fn lost_or_protocol(error: StreamableHttpError<reqwest::Error>) -> PostError {
     match error {
         StreamableHttpError::Client(error) if !error.is_status() && !error.is_decode() => {
-            PostError::Lost(error.to_string())
+            PostError::Lost(crate::tls::chain(&error))
         }
         StreamableHttpError::Io(error) => PostError::Lost(error.to_string()),
         StreamableHttpError::Sse(error) => PostError::Lost(error.to_string()),

@@ -1,11 +1,57 @@
 //! What an [`Upstream`](crate::Upstream) connects to, and how patiently: [`CommandTarget`],
 //! [`HttpTarget`], [`UpstreamOptions`].
 
-use std::{collections::BTreeMap, path::PathBuf, time::Duration};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    path::PathBuf,
+    time::Duration,
+};
 
 use crate::HeaderPolicy;
 
+/// The environment variables a stdio upstream inherits from the proxy, when the proxy has
+/// them: the search path, the user, the locale, the terminal, temporary directories and the
+/// time zone, plus the ones Windows programs need to start. Every other variable of the
+/// proxy (tokens, keys, database URLs) is withheld; [`CommandTarget::env`] sets more and
+/// [`CommandTarget::inherit_env`] passes one more through by name.
+///
+/// ```
+/// assert!(mcp_proxy::BASE_ENV.contains(&"PATH"));
+/// assert!(!mcp_proxy::BASE_ENV.contains(&"GATEWAY_TASK_KEY"));
+/// ```
+pub const BASE_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TERM",
+    "TZ",
+    "TMPDIR",
+    "TEMP",
+    "TMP",
+    // Windows: without these many programs do not start.
+    "SYSTEMROOT",
+    "SYSTEMDRIVE",
+    "WINDIR",
+    "COMSPEC",
+    "PATHEXT",
+    "USERPROFILE",
+    "APPDATA",
+    "LOCALAPPDATA",
+    "PROGRAMDATA",
+    "PROGRAMFILES",
+];
+
 /// A child process speaking MCP over stdin/stdout.
+///
+/// The child does not inherit the proxy's environment: it gets the variables in
+/// [`BASE_ENV`] the proxy has, those named by [`inherit_env`](Self::inherit_env), and those
+/// set by [`env`](Self::env) (which win).
 ///
 /// ```
 /// let target = mcp_proxy::CommandTarget::new("my-server").arg("--stdio").env("LOG", "warn");
@@ -17,8 +63,12 @@ pub struct CommandTarget {
     pub program: String,
     /// Its arguments.
     pub args: Vec<String>,
-    /// Variables added to the proxy's environment.
+    /// Variables set for the child, on top of [`BASE_ENV`] and
+    /// [`inherit`](Self::inherit).
     pub env: BTreeMap<String, String>,
+    /// Variables of the proxy's environment passed through to the child by name (beyond
+    /// [`BASE_ENV`]); a name the proxy does not have is skipped.
+    pub inherit: BTreeSet<String>,
     /// The working directory (the proxy's when `None`).
     pub cwd: Option<PathBuf>,
 }
@@ -66,6 +116,54 @@ impl CommandTarget {
         self
     }
 
+    /// Passes the proxy's variable `name` through to the child (when the proxy has it).
+    ///
+    /// ```
+    /// let target = mcp_proxy::CommandTarget::new("srv").inherit_env("RUST_LOG");
+    /// assert!(target.inherit.contains("RUST_LOG"));
+    /// ```
+    pub fn inherit_env(mut self, name: impl Into<String>) -> Self {
+        self.inherit.insert(name.into());
+        self
+    }
+
+    /// The child's whole environment, read from the proxy's variables through `lookup`: the
+    /// [`BASE_ENV`] and [`inherit`](Self::inherit) names it has, then [`env`](Self::env).
+    ///
+    /// ```
+    /// let target = mcp_proxy::CommandTarget::new("srv").env("LOG", "warn").inherit_env("TEAM");
+    /// let env = target.child_env(|name| match name {
+    ///     "PATH" => Some("/usr/bin".into()),
+    ///     "TEAM" => Some("search".into()),
+    ///     "API_TOKEN" => Some("s3cret".into()),
+    ///     _ => None,
+    /// });
+    /// let get = |name: &str| env.get(std::ffi::OsStr::new(name)).and_then(|v| v.to_str());
+    /// assert_eq!(get("PATH"), Some("/usr/bin"));
+    /// assert_eq!(get("TEAM"), Some("search"));
+    /// assert_eq!(get("LOG"), Some("warn"));
+    /// assert_eq!(get("API_TOKEN"), None);
+    /// ```
+    pub fn child_env(
+        &self,
+        lookup: impl Fn(&str) -> Option<std::ffi::OsString>,
+    ) -> BTreeMap<std::ffi::OsString, std::ffi::OsString> {
+        let mut env = BTreeMap::new();
+        let names = BASE_ENV
+            .iter()
+            .copied()
+            .chain(self.inherit.iter().map(String::as_str));
+        for name in names {
+            if let Some(value) = lookup(name) {
+                env.insert(name.into(), value);
+            }
+        }
+        for (name, value) in &self.env {
+            env.insert(name.into(), value.into());
+        }
+        env
+    }
+
     /// Sets the working directory.
     ///
     /// ```
@@ -79,6 +177,11 @@ impl CommandTarget {
 
 /// A Streamable HTTP endpoint, with fixed headers and bearer auth sent on every request.
 ///
+/// `https://` URLs are verified against the Mozilla root certificates built into the proxy
+/// (webpki roots; the operating system's store is not read), or only against the
+/// certificates of [`ca_file`](Self::ca_file) when one is set. Redirects are never followed:
+/// a `3xx` answer is an error naming its status.
+///
 /// ```
 /// let target = mcp_proxy::HttpTarget::new("http://127.0.0.1:8000/mcp")
 ///     .header("X-Team", "search")
@@ -87,7 +190,7 @@ impl CommandTarget {
 /// ```
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct HttpTarget {
-    /// The endpoint URL (`http://`; this build has no TLS client).
+    /// The endpoint URL (`http://` or `https://`).
     pub url: String,
     /// Headers sent on every request.
     pub headers: BTreeMap<String, String>,
@@ -95,15 +198,21 @@ pub struct HttpTarget {
     pub bearer: Option<String>,
     /// Which headers of the proxy's clients reach this upstream (none by default).
     pub forward: HeaderPolicy,
+    /// A PEM file of CA certificates trusted for `https://` instead of the built-in roots.
+    pub ca_file: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for HttpTarget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpTarget")
-            .field("url", &self.url)
+            .field(
+                "url",
+                &crate::tls::redact_url_password(self.url.clone(), &self.url),
+            )
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("bearer", &self.bearer.as_ref().map(|_| "<redacted>"))
             .field("forward", &self.forward)
+            .field("ca_file", &self.ca_file)
             .finish()
     }
 }
@@ -151,6 +260,24 @@ impl HttpTarget {
         self.bearer = Some(token.into());
         self
     }
+
+    /// Trusts the CA certificates in the PEM file at `path` (one or more `CERTIFICATE`
+    /// blocks) for `https://`, *instead of* the built-in webpki roots: the upstream's
+    /// certificate must chain to one of them. The file is read when the upstream connects; a
+    /// missing or unreadable file, or one without certificates, fails with
+    /// [`ProxyError::Config`](crate::ProxyError::Config).
+    ///
+    /// ```
+    /// let target = mcp_proxy::HttpTarget::new("https://mcp.internal:8443/mcp").ca_file("/etc/mcp/ca.pem");
+    /// assert!(format!("{target:?}").contains("/etc/mcp/ca.pem"));
+    /// // A password in the URL never shows.
+    /// let target = mcp_proxy::HttpTarget::new("https://svc:hunter2@mcp.internal/mcp");
+    /// assert!(!format!("{target:?}").contains("hunter2"));
+    /// ```
+    pub fn ca_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.ca_file = Some(path.into());
+        self
+    }
 }
 
 /// Timeouts and reconnect backoff of an [`Upstream`].
@@ -174,7 +301,20 @@ pub struct UpstreamOptions {
     /// (off: 2026-07-28 when offered). A 2025-11-25 listing carries `execution.taskSupport`;
     /// task passthrough needs 2026-07-28.
     pub legacy: bool,
+    /// The largest message the upstream may send, in bytes (16 MiB): a line of a stdio
+    /// upstream, a JSON body or one SSE event of an HTTP upstream. A stdio upstream that
+    /// writes a longer line, or a line that is not JSON, has its session closed (the request
+    /// in flight fails with [`ProxyError::Protocol`](crate::ProxyError::Protocol) saying why,
+    /// the next one reconnects); an HTTP answer over it fails that request.
+    pub max_message_bytes: usize,
 }
+
+/// The default of [`UpstreamOptions::max_message_bytes`]: 16 MiB.
+///
+/// ```
+/// assert_eq!(mcp_proxy::DEFAULT_MAX_MESSAGE_BYTES, 16 * 1024 * 1024);
+/// ```
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
 impl Default for UpstreamOptions {
     fn default() -> Self {
@@ -184,6 +324,7 @@ impl Default for UpstreamOptions {
             backoff_initial: Duration::from_millis(100),
             backoff_max: Duration::from_secs(10),
             legacy: false,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
         }
     }
 }
@@ -216,6 +357,17 @@ impl UpstreamOptions {
     /// ```
     pub fn legacy_handshake(mut self) -> Self {
         self.legacy = true;
+        self
+    }
+
+    /// Sets [`max_message_bytes`](Self::max_message_bytes).
+    ///
+    /// ```
+    /// let options = mcp_proxy::UpstreamOptions::default().max_message_bytes(1 << 20);
+    /// assert_eq!(options.max_message_bytes, 1 << 20);
+    /// ```
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.max_message_bytes = bytes;
         self
     }
 

@@ -1,0 +1,129 @@
+//! The HTTP client of an HTTP upstream: rustls (aws-lc-rs) with the webpki roots or a
+//! configured CA file, and no redirects.
+//!
+//! reqwest's own rustls verifier would read the operating system's certificate store; the
+//! proxy hands it a finished rustls config instead, so the trusted roots are exactly the
+//! built-in Mozilla set (or the CA file), on every machine.
+
+use std::{path::Path, sync::Arc};
+
+use rmcp::transport::streamable_http_client::StreamableHttpError;
+use rustls::{ClientConfig, RootCertStore};
+use rustls_pki_types::{CertificateDer, pem::PemObject as _};
+
+use crate::{HttpTarget, ProxyError};
+
+/// The CA certificates in the PEM file at `path`: at least one, each parsed.
+pub(crate) fn read_ca_file(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+    let pem =
+        std::fs::read(path).map_err(|e| format!("reading the CA file {}: {e}", path.display()))?;
+    let mut certs = Vec::new();
+    for cert in CertificateDer::pem_slice_iter(&pem) {
+        certs.push(
+            cert.map_err(|e| format!("the CA file {} is not valid PEM: {e}", path.display()))?,
+        );
+    }
+    if certs.is_empty() {
+        return Err(format!(
+            "the CA file {} holds no PEM CERTIFICATE block",
+            path.display()
+        ));
+    }
+    Ok(certs)
+}
+
+/// The roots `target` trusts: its CA file's certificates, or the webpki roots.
+fn roots(target: &HttpTarget) -> Result<RootCertStore, String> {
+    let Some(path) = &target.ca_file else {
+        return Ok(RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+        });
+    };
+    let mut store = RootCertStore::empty();
+    for cert in read_ca_file(path)? {
+        store
+            .add(cert)
+            .map_err(|e| format!("a certificate of the CA file {}: {e}", path.display()))?;
+    }
+    Ok(store)
+}
+
+/// The reqwest client every request to `target` goes through (the session's transport and
+/// the direct posts alike).
+pub(crate) fn http_client(target: &HttpTarget) -> Result<reqwest::Client, ProxyError> {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut tls = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| ProxyError::Config(format!("TLS versions: {e}")))?
+        .with_root_certificates(roots(target).map_err(ProxyError::Config)?)
+        .with_no_client_auth();
+    // reqwest is built for HTTP/1 only.
+    tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        // A redirect would re-send the body and headers (a bearer included) to an address
+        // nobody configured; the 3xx answer fails the request instead.
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| ProxyError::Config(format!("building the HTTP client: {}", chain(&e))))
+}
+
+/// `error` and its causes, `: `-separated: reqwest and rustls put the reason (an unknown
+/// certificate issuer, a refused connection) in the causes, which rmcp's HTTP client error
+/// does not link as its source.
+pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut cause = cause_of(error);
+    while let Some(error) = cause {
+        let more = error.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = cause_of(error);
+    }
+    text
+}
+
+fn cause_of<'a>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a (dyn std::error::Error + 'static)> {
+    match error.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+        Some(StreamableHttpError::Client(client)) => Some(client),
+        _ => error.source(),
+    }
+}
+
+/// The password in `url`'s user info (`https://user:password@host/`), if it has one.
+pub(crate) fn url_password(url: &str) -> Option<&str> {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    let (userinfo, _host) = authority.rsplit_once('@')?;
+    let (_user, password) = userinfo.split_once(':')?;
+    (!password.is_empty()).then_some(password)
+}
+
+/// `text` with the password of `url` (if any) replaced, for errors, logs and `Debug`.
+pub(crate) fn redact_url_password(text: String, url: &str) -> String {
+    match url_password(url) {
+        Some(password) => text.replace(password, "<redacted>"),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_password_is_found_and_redacted() {
+        assert_eq!(url_password("https://u:p%40ss@h:1/mcp?x=@"), Some("p%40ss"));
+        assert_eq!(url_password("https://u@h/mcp"), None);
+        assert_eq!(url_password("https://h/a@b"), None);
+        let text = "error sending request for url (https://u:hunter2@h/mcp)".to_owned();
+        assert_eq!(
+            redact_url_password(text, "https://u:hunter2@h/mcp"),
+            "error sending request for url (https://u:<redacted>@h/mcp)"
+        );
+    }
+}
