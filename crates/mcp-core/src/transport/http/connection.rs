@@ -61,7 +61,10 @@ pub(super) async fn serve(
         let Ok(permit) = connections.clone().try_acquire_owned() else {
             log.refused(
                 Kind::Connections,
-                &format_args!("a connection over max_connections ({})", limits.max_connections),
+                &format_args!(
+                    "a connection over max_connections ({})",
+                    limits.max_connections
+                ),
             );
             // The socket is new and its send buffer empty: the short answer fits without
             // waiting, and a client that reads nothing cannot hold the accept loop.
@@ -259,9 +262,7 @@ impl Activity {
             let phase = self.phase.lock().map(|phase| *phase).ok();
             let deadline = match phase {
                 Some(Phase::Idle(since)) => Some((since + limits.idle_timeout, Expired::Idle)),
-                Some(Phase::Head(since)) => {
-                    Some((since + limits.header_timeout, Expired::Header))
-                }
+                Some(Phase::Head(since)) => Some((since + limits.header_timeout, Expired::Header)),
                 Some(Phase::Busy(_)) | None => None,
             };
             match deadline {

@@ -90,12 +90,9 @@ impl Server {
             sessions,
             log,
         });
-        Ok(Router::new()
-            .route_service(&config.path, http)
-            .route_layer(axum::middleware::from_fn_with_state(
-                endpoint,
-                endpoint::guard,
-            )))
+        Ok(Router::new().route_service(&config.path, http).route_layer(
+            axum::middleware::from_fn_with_state(endpoint, endpoint::guard),
+        ))
     }
 
     /// Starts the server and serves it over Streamable HTTP on `addr` until Ctrl-C, with the

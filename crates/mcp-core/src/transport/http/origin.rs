@@ -106,8 +106,7 @@ fn parse_origin(origin: &str) -> Option<(String, String, u16)> {
     let scheme = uri.scheme_str()?.to_ascii_lowercase();
     let authority = uri.authority()?;
     // An origin is only scheme, host and port: no path, query or user info.
-    if uri.path_and_query().is_some_and(|p| p.as_str() != "/") || authority.as_str().contains('@')
-    {
+    if uri.path_and_query().is_some_and(|p| p.as_str() != "/") || authority.as_str().contains('@') {
         return None;
     }
     let port = match (authority.port_u16(), scheme.as_str()) {
@@ -189,6 +188,10 @@ mod tests {
         assert!(!any_port.matches("http://localhost.evil.com"));
         assert!(AllowedOrigin::parse("localhost").is_none());
         assert!(AllowedOrigin::parse("https://a.com/path").is_none());
-        assert!(AllowedOrigin::loopback().iter().any(|o| o.matches("http://[::1]:8080")));
+        assert!(
+            AllowedOrigin::loopback()
+                .iter()
+                .any(|o| o.matches("http://[::1]:8080"))
+        );
     }
 }

@@ -159,8 +159,10 @@ mod tests {
 
     #[test]
     fn probe_finds_id_and_initialize_and_fails_like_a_full_parse() {
-        let probe = Probe::scan(br#"{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"a":[1,{"b":null}]}}"#)
-            .unwrap();
+        let probe = Probe::scan(
+            br#"{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"a":[1,{"b":null}]}}"#,
+        )
+        .unwrap();
         assert_eq!(probe.id, Some(7.into()));
         assert!(probe.initialize);
         let probe = Probe::scan(br#"{"id":{"x":1},"method":"tools/call"}"#).unwrap();
