@@ -426,7 +426,10 @@ async fn issue12_over_max_in_flight_gets_503_retry_after_and_calls_succeed_after
     for _ in 0..2 {
         entries.recv().await.expect("a held call entered the tool");
     }
-    let over = call(&up.url, "hold").send().await.expect("POST");
+    let over = tokio::time::timeout(ENDS_WITHIN, call(&up.url, "hold").send())
+        .await
+        .expect("the call over the limit was not refused")
+        .expect("POST");
     assert_eq!(over.status(), 503);
     assert_eq!(
         over.headers()
