@@ -124,20 +124,52 @@ pub enum HttpConfigError {
 
 impl HttpConfig {
     /// The default [`max_body_bytes`](Self::max_body_bytes): 4 MiB.
+    ///
+    /// ```
+    /// let _ = mcp_core::HttpConfig::DEFAULT_MAX_BODY_BYTES;
+    /// ```
     pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
     /// The default [`header_timeout`](Self::header_timeout): 10 s.
+    ///
+    /// ```
+    /// let _ = mcp_core::HttpConfig::DEFAULT_HEADER_TIMEOUT;
+    /// ```
     pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
     /// The default [`body_timeout`](Self::body_timeout): 30 s.
+    ///
+    /// ```
+    /// let _ = mcp_core::HttpConfig::DEFAULT_BODY_TIMEOUT;
+    /// ```
     pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
     /// The default [`idle_timeout`](Self::idle_timeout): 60 s.
+    ///
+    /// ```
+    /// let _ = mcp_core::HttpConfig::DEFAULT_IDLE_TIMEOUT;
+    /// ```
     pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
     /// The default [`max_connections`](Self::max_connections): 1024.
+    ///
+    /// ```
+    /// let _ = mcp_core::HttpConfig::DEFAULT_MAX_CONNECTIONS;
+    /// ```
     pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
     /// The default [`max_in_flight`](Self::max_in_flight): 256.
+    ///
+    /// ```
+    /// let _ = mcp_core::HttpConfig::DEFAULT_MAX_IN_FLIGHT;
+    /// ```
     pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
     /// The default [`max_sessions`](Self::max_sessions): 1024.
+    ///
+    /// ```
+    /// let _ = mcp_core::HttpConfig::DEFAULT_MAX_SESSIONS;
+    /// ```
     pub const DEFAULT_MAX_SESSIONS: usize = 1024;
     /// The default [`session_idle_timeout`](Self::session_idle_timeout): 300 s.
+    ///
+    /// ```
+    /// let _ = mcp_core::HttpConfig::DEFAULT_SESSION_IDLE_TIMEOUT;
+    /// ```
     pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
     /// `/mcp`, loopback hosts only, loopback origins, JSON responses and the default limits.
