@@ -117,6 +117,7 @@ async fn serve(server: Server) -> Http {
     let running = server.start().await.expect("start");
     let router = server
         .http_router(&mcpkit::HttpConfig::new())
+        .expect("the default HTTP configuration is valid")
         .layer(axum::middleware::from_fn(principal_from_headers));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await

@@ -87,5 +87,5 @@ pub use server::{ListKind, PromptGet, ResourceRead, RunningServer, Server, ToolC
 pub use service::McpService;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{TaskConfig, ToolDef, ToolInfo};
-pub use transport::http::{HttpConfig, HttpServer};
+pub use transport::http::{HttpConfig, HttpConfigError, HttpServer};
 pub use transport::stdio::StdioConfig;

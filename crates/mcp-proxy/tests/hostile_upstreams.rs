@@ -115,6 +115,7 @@ async fn a_redirected_call_is_not_followed_and_the_body_stays_home() {
     };
     let router = adder()
         .http_router(&HttpConfig::new())
+        .expect("the default HTTP configuration is valid")
         .layer(axum::middleware::from_fn(redirect_calls));
     let addr = serve(router).await;
     let upstream = Upstream::http("moved", HttpTarget::new(format!("http://{addr}/mcp")));
@@ -154,6 +155,7 @@ async fn a_redirected_call_on_a_2025_11_25_session_is_not_followed() {
     };
     let router = adder()
         .http_router(&HttpConfig::new())
+        .expect("the default HTTP configuration is valid")
         .layer(axum::middleware::from_fn(redirect_calls));
     let addr = serve(router).await;
     let upstream = Upstream::http("moved", HttpTarget::new(format!("http://{addr}/mcp")))
@@ -268,7 +270,10 @@ async fn an_http_answer_over_the_message_limit_fails_the_call_only() {
     server
         .add_tool(ToolDef::new("small", || async { Ok::<_, ToolError>("x") }))
         .expect("small");
-    let addr = serve(server.http_router(&HttpConfig::new())).await;
+    let router = server
+        .http_router(&HttpConfig::new())
+        .expect("the default HTTP configuration is valid");
+    let addr = serve(router).await;
     let upstream = Upstream::http("big", HttpTarget::new(format!("http://{addr}/mcp")))
         .with_options(UpstreamOptions::default().max_message_bytes(4 * 1024));
     let error = call(&upstream, "big", serde_json::json!({}))

@@ -32,7 +32,9 @@ async fn http_upstream() -> SocketAddr {
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let router = server.http_router(&HttpConfig::new());
+    let router = server
+        .http_router(&HttpConfig::new())
+        .expect("the default HTTP configuration is valid");
     tokio::spawn(async move {
         let _ = axum::serve(listener, router).await;
     });

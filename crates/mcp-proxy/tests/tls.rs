@@ -97,7 +97,9 @@ async fn serve_https(pki: &Pki) -> SocketAddr {
         tcp,
         acceptor: TlsAcceptor::from(Arc::new(config)),
     };
-    let router = server.http_router(&HttpConfig::new());
+    let router = server
+        .http_router(&HttpConfig::new())
+        .expect("the default HTTP configuration is valid");
     tokio::spawn(async move {
         let _ = axum::serve(listener, router).await;
     });

@@ -1,0 +1,339 @@
+//! Accepting and serving connections with hyper: the connection limit, the in-flight request
+//! limit, and the header and idle timeouts of each connection.
+
+use std::{
+    convert::Infallible,
+    io,
+    pin::Pin,
+    sync::{Arc, Mutex},
+    task::{Context, Poll},
+    time::Duration,
+};
+
+use axum::{Router, body::Body, response::Response};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::{
+    io::{AsyncRead, AsyncWrite, ReadBuf},
+    net::{TcpListener, TcpStream},
+    sync::{Notify, OwnedSemaphorePermit, Semaphore},
+    time::Instant,
+};
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
+use tower::ServiceExt as _;
+
+use super::{
+    reject_log::{Kind, RejectLog},
+    reply,
+};
+
+/// The connection-level limits.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Limits {
+    pub(super) max_connections: usize,
+    pub(super) max_in_flight: usize,
+    pub(super) header_timeout: Duration,
+    pub(super) idle_timeout: Duration,
+}
+
+/// Accepts connections until `shutdown`, then lets open ones finish their requests.
+pub(super) async fn serve(
+    listener: TcpListener,
+    app: Router,
+    limits: Limits,
+    shutdown: CancellationToken,
+    log: Arc<RejectLog>,
+) {
+    let connections = Arc::new(Semaphore::new(limits.max_connections));
+    let in_flight = Arc::new(Semaphore::new(limits.max_in_flight));
+    let tracker = TaskTracker::new();
+    loop {
+        let accepted = tokio::select! {
+            () = shutdown.cancelled() => break,
+            accepted = listener.accept() => accepted,
+        };
+        let tcp = match accepted {
+            Ok((tcp, _)) => tcp,
+            Err(error) => {
+                accept_failed(error).await;
+                continue;
+            }
+        };
+        let Ok(permit) = connections.clone().try_acquire_owned() else {
+            log.refused(
+                Kind::Connections,
+                &format_args!(
+                    "a connection over max_connections ({})",
+                    limits.max_connections
+                ),
+            );
+            // The socket is new and its send buffer empty: the short answer fits without
+            // waiting, and a client that reads nothing cannot hold the accept loop.
+            let _ = tcp.try_write(&reply::over_connection_limit(limits.max_connections));
+            continue;
+        };
+        if let Err(error) = tcp.set_nodelay(true) {
+            tracing::debug!(%error, "could not set TCP_NODELAY");
+        }
+        tracker.spawn(connection(
+            tcp,
+            app.clone(),
+            limits,
+            in_flight.clone(),
+            permit,
+            shutdown.clone(),
+            log.clone(),
+        ));
+    }
+    tracker.close();
+    tracker.wait().await;
+}
+
+/// Errors of `accept` that concern one connection are skipped; others (out of file
+/// descriptors) are waited out briefly instead of spinning.
+async fn accept_failed(error: io::Error) {
+    use io::ErrorKind::*;
+    if matches!(
+        error.kind(),
+        ConnectionRefused | ConnectionAborted | ConnectionReset | Interrupted
+    ) {
+        return;
+    }
+    tracing::error!(%error, "accepting a connection failed");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+}
+
+async fn connection(
+    tcp: TcpStream,
+    app: Router,
+    limits: Limits,
+    in_flight: Arc<Semaphore>,
+    _permit: OwnedSemaphorePermit,
+    shutdown: CancellationToken,
+    log: Arc<RejectLog>,
+) {
+    let activity = Arc::new(Activity::new());
+    let io = TokioIo::new(Watched {
+        inner: tcp,
+        activity: activity.clone(),
+    });
+    let service = {
+        let activity = activity.clone();
+        let log = log.clone();
+        hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
+            let busy = activity.begin();
+            let app = app.clone();
+            let in_flight = in_flight.clone();
+            let log = log.clone();
+            async move {
+                let permit = if request.method() == http::Method::POST {
+                    match in_flight.try_acquire_owned() {
+                        Ok(permit) => Some(permit),
+                        Err(_) => {
+                            log.refused(
+                                Kind::InFlight,
+                                &format_args!(
+                                    "a request over max_in_flight ({})",
+                                    limits.max_in_flight
+                                ),
+                            );
+                            return Ok::<_, Infallible>(reply::busy(format!(
+                                "the server is answering its limit of {} requests; retry later",
+                                limits.max_in_flight
+                            )));
+                        }
+                    }
+                } else {
+                    None
+                };
+                let response: Response = match app.oneshot(request.map(Body::new)).await {
+                    Ok(response) => response,
+                    Err(never) => match never {},
+                };
+                // The request counts as in progress until its body is sent or dropped.
+                let held = (busy, permit);
+                Ok(response.map(|body| {
+                    Body::new(http_body_util::BodyExt::map_frame(body, move |frame| {
+                        let _ = &held;
+                        frame
+                    }))
+                }))
+            }
+        })
+    };
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        // Hyper's own header timer starts when a connection waits for a request, idle or
+        // not; the watchdog below is the precise one, this is a backstop.
+        .header_read_timeout(limits.header_timeout + limits.idle_timeout)
+        .keep_alive(true);
+    let serving = builder.serve_connection(io, service);
+    tokio::pin!(serving);
+    let mut draining = false;
+    loop {
+        tokio::select! {
+            outcome = serving.as_mut() => {
+                if let Err(error) = outcome {
+                    tracing::debug!(%error, "HTTP connection ended with an error");
+                }
+                return;
+            }
+            () = shutdown.cancelled(), if !draining => {
+                draining = true;
+                serving.as_mut().graceful_shutdown();
+            }
+            expired = activity.expired(limits) => {
+                match expired {
+                    Expired::Header => log.refused(
+                        Kind::HeaderTimeout,
+                        &format_args!("a request whose headers took over {:?}", limits.header_timeout),
+                    ),
+                    Expired::Idle => tracing::debug!("closing an idle HTTP connection"),
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// Where a connection is: waiting with nothing received, receiving a request's headers, or
+/// answering requests.
+#[derive(Debug, Clone, Copy)]
+enum Phase {
+    Idle(Instant),
+    Head(Instant),
+    Busy(usize),
+}
+
+enum Expired {
+    Header,
+    Idle,
+}
+
+struct Activity {
+    phase: Mutex<Phase>,
+    changed: Notify,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Self {
+            phase: Mutex::new(Phase::Idle(Instant::now())),
+            changed: Notify::new(),
+        }
+    }
+
+    fn update(&self, change: impl FnOnce(Phase) -> Phase) {
+        if let Ok(mut phase) = self.phase.lock() {
+            *phase = change(*phase);
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// Bytes arrived: an idle connection starts receiving a request.
+    fn received(&self) {
+        let idle = self
+            .phase
+            .lock()
+            .is_ok_and(|phase| matches!(*phase, Phase::Idle(_)));
+        if idle {
+            self.update(|phase| match phase {
+                Phase::Idle(_) => Phase::Head(Instant::now()),
+                other => other,
+            });
+        }
+    }
+
+    /// A request's headers arrived; it is in progress until the returned guard drops.
+    fn begin(self: &Arc<Self>) -> Busy {
+        self.update(|phase| match phase {
+            Phase::Busy(n) => Phase::Busy(n + 1),
+            _ => Phase::Busy(1),
+        });
+        Busy(self.clone())
+    }
+
+    /// Completes when the connection has been idle or receiving headers for too long.
+    async fn expired(&self, limits: Limits) -> Expired {
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let phase = self.phase.lock().map(|phase| *phase).ok();
+            let deadline = match phase {
+                Some(Phase::Idle(since)) => Some((since + limits.idle_timeout, Expired::Idle)),
+                Some(Phase::Head(since)) => Some((since + limits.header_timeout, Expired::Header)),
+                Some(Phase::Busy(_)) | None => None,
+            };
+            match deadline {
+                Some((at, expired)) => tokio::select! {
+                    () = tokio::time::sleep_until(at) => return expired,
+                    () = notified => {}
+                },
+                None => notified.await,
+            }
+        }
+    }
+}
+
+struct Busy(Arc<Activity>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.update(|phase| match phase {
+            Phase::Busy(n) if n > 1 => Phase::Busy(n - 1),
+            _ => Phase::Idle(Instant::now()),
+        });
+    }
+}
+
+/// The TCP stream, noting when bytes arrive.
+struct Watched {
+    inner: TcpStream,
+    activity: Arc<Activity>,
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let outcome = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if matches!(outcome, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.activity.received();
+        }
+        outcome
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}

@@ -1,0 +1,249 @@
+//! The middleware in front of rmcp's Streamable HTTP service on the MCP path: `Host` and
+//! `Origin` checks, reading the body once (bounded in size and time), the session limit, and
+//! JSON-RPC answers where rmcp would answer plain text.
+
+use std::{sync::Arc, time::Duration};
+
+use axum::{
+    body::{Body, Bytes},
+    extract::{Request, State},
+    middleware::Next,
+    response::Response,
+};
+use http_body_util::BodyExt as _;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+
+use super::{
+    config::Access,
+    origin::{self, Refusal},
+    probe::Probe,
+    reject_log::{Kind, RejectLog},
+    reply::{TRANSPORT_REFUSED, busy, json_rpc_error},
+};
+
+/// What the endpoint middleware checks against.
+pub(super) struct Endpoint {
+    pub(super) access: Access,
+    pub(super) max_body_bytes: usize,
+    pub(super) body_timeout: Duration,
+    pub(super) max_sessions: usize,
+    pub(super) sessions: Arc<LocalSessionManager>,
+    pub(super) log: Arc<RejectLog>,
+}
+
+/// The middleware function, mounted with `axum::middleware::from_fn_with_state`.
+pub(super) async fn guard(
+    State(endpoint): State<Arc<Endpoint>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    if let Err(refusal) = origin::check(&endpoint.access, &parts) {
+        return refused(&endpoint.log, refusal);
+    }
+    if parts.method != http::Method::POST {
+        return next.run(Request::from_parts(parts, body)).await;
+    }
+    let bytes = match read_body(&endpoint, &parts.headers, body).await {
+        Ok(bytes) => bytes,
+        Err(response) => return response,
+    };
+    let probe = Probe::scan(&bytes);
+    if let Ok(Probe {
+        initialize: true, ..
+    }) = &probe
+        && !parts.headers.contains_key("mcp-session-id")
+    {
+        let open = endpoint.sessions.sessions.read().await.len();
+        if open >= endpoint.max_sessions {
+            endpoint.log.refused(
+                Kind::Sessions,
+                &format_args!("initialize over max_sessions ({open} open)"),
+            );
+            return busy(format!(
+                "the server has reached its limit of {} sessions; retry later",
+                endpoint.max_sessions
+            ));
+        }
+    }
+    let mut parts = parts;
+    fill_missing_task_name(&mut parts.headers, &bytes);
+    let json_content = is_json_content(&parts.headers);
+    // The body moves into rmcp's request: no copy of it is kept while rmcp parses it.
+    let response = next.run(Request::from_parts(parts, bytes.into())).await;
+    if response.status() != http::StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return response;
+    }
+    match probe {
+        Err(error) => json_rpc_error(
+            http::StatusCode::BAD_REQUEST,
+            serde_json::Value::Null,
+            mcp_types::codes::PARSE_ERROR,
+            format!("Parse error: {error}"),
+        ),
+        // rmcp refused a body with a JSON media type: it is JSON but not a JSON-RPC message.
+        Ok(probe) if json_content => {
+            let reason = rmcp_reason(response).await;
+            json_rpc_error(
+                http::StatusCode::BAD_REQUEST,
+                probe.id.unwrap_or(serde_json::Value::Null),
+                mcp_types::codes::INVALID_REQUEST,
+                format!("Invalid Request: {reason}"),
+            )
+        }
+        // A JSON body refused for its media type: keep rmcp's answer.
+        Ok(_) => response,
+    }
+}
+
+fn refused(log: &RejectLog, refusal: Refusal) -> Response {
+    let (status, kind, message) = match refusal {
+        Refusal::BadHost(why) => (http::StatusCode::BAD_REQUEST, Kind::Host, why.to_owned()),
+        Refusal::Host(host) => (
+            http::StatusCode::FORBIDDEN,
+            Kind::Host,
+            format!("Forbidden: the Host {host:?} is not allowed"),
+        ),
+        Refusal::Origin(origin) => (
+            http::StatusCode::FORBIDDEN,
+            Kind::Origin,
+            format!("Forbidden: the Origin {origin:?} is not allowed"),
+        ),
+    };
+    log.refused(kind, &message);
+    json_rpc_error(status, serde_json::Value::Null, TRANSPORT_REFUSED, message)
+}
+
+/// The whole body, read into one buffer sized from `Content-Length`, bounded by
+/// `max_body_bytes` and `body_timeout`.
+async fn read_body(
+    endpoint: &Endpoint,
+    headers: &http::HeaderMap,
+    body: Body,
+) -> Result<Bytes, Response> {
+    let max = endpoint.max_body_bytes;
+    let too_large = || {
+        endpoint.log.refused(
+            Kind::BodyTooLarge,
+            &format_args!("a body over max_body_bytes ({max})"),
+        );
+        json_rpc_error(
+            http::StatusCode::PAYLOAD_TOO_LARGE,
+            serde_json::Value::Null,
+            mcp_types::codes::INVALID_REQUEST,
+            format!("Invalid Request: the body exceeds {max} bytes"),
+        )
+    };
+    let declared = headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > max as u64) {
+        return Err(too_large());
+    }
+    let capacity = declared.map_or(0, |length| length as usize);
+    let collect = async {
+        let mut buffer = Vec::with_capacity(capacity);
+        let mut body = body;
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|_| None)?;
+            if let Ok(data) = frame.into_data() {
+                if data.len() > max - buffer.len() {
+                    return Err(Some(()));
+                }
+                buffer.extend_from_slice(&data);
+            }
+        }
+        Ok(buffer)
+    };
+    match tokio::time::timeout(endpoint.body_timeout, collect).await {
+        Ok(Ok(buffer)) => Ok(Bytes::from(buffer)),
+        Ok(Err(Some(()))) => Err(too_large()),
+        Ok(Err(None)) => Err(json_rpc_error(
+            http::StatusCode::BAD_REQUEST,
+            serde_json::Value::Null,
+            mcp_types::codes::INVALID_REQUEST,
+            "Invalid Request: the body could not be read".to_owned(),
+        )),
+        Err(_) => {
+            endpoint.log.refused(
+                Kind::BodyTimeout,
+                &format_args!("a body not received within {:?}", endpoint.body_timeout),
+            );
+            let mut response = json_rpc_error(
+                http::StatusCode::REQUEST_TIMEOUT,
+                serde_json::Value::Null,
+                TRANSPORT_REFUSED,
+                format!(
+                    "Request Timeout: the body was not received within {} s",
+                    endpoint.body_timeout.as_secs_f64()
+                ),
+            );
+            // The rest of the body may still be on its way: do not read it.
+            response.headers_mut().insert(
+                http::header::CONNECTION,
+                http::HeaderValue::from_static("close"),
+            );
+            Err(response)
+        }
+    }
+}
+
+/// Whether the request says its body is `application/json`, as rmcp checks it.
+fn is_json_content(headers: &http::HeaderMap) -> bool {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| {
+            let essence = value.split_once(';').map_or(value, |(essence, _)| essence);
+            essence.trim().eq_ignore_ascii_case("application/json")
+        })
+}
+
+/// rmcp's reason for refusing a body (its plain-text answer), without its prefix.
+async fn rmcp_reason(response: Response) -> String {
+    let text = match axum::body::to_bytes(response.into_body(), 64 * 1024).await {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(_) => String::new(),
+    };
+    text.strip_prefix("fail to deserialize request body ")
+        .unwrap_or(&text)
+        .to_owned()
+}
+
+/// FastMCP's Python client (4.1) sends `Mcp-Method` but no `Mcp-Name` on `tasks/get`,
+/// `tasks/update` and `tasks/cancel`, which rmcp refuses (`-32020`), so no task of an
+/// mcpkit server could be polled from it over HTTP. The header only repeats
+/// `params.taskId` for routing, so a missing one is taken from the body; a header that is
+/// present and disagrees with the body is still refused (SEP-2663 R48).
+fn fill_missing_task_name(headers: &mut http::HeaderMap, body: &[u8]) {
+    const NAME: &str = "mcp-name";
+    #[derive(serde::Deserialize)]
+    struct TaskRequest {
+        params: TaskParams,
+    }
+    #[derive(serde::Deserialize)]
+    struct TaskParams {
+        #[serde(rename = "taskId")]
+        task_id: Option<String>,
+    }
+    let is_task_method = headers
+        .get("mcp-method")
+        .and_then(|method| method.to_str().ok())
+        .is_some_and(|method| matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel"));
+    if !is_task_method || headers.contains_key(NAME) {
+        return;
+    }
+    let Ok(TaskRequest {
+        params: TaskParams {
+            task_id: Some(task_id),
+        },
+    }) = serde_json::from_slice::<TaskRequest>(body)
+    else {
+        return;
+    };
+    // A task id that is not a plain header value is left to rmcp's own refusal.
+    if let Ok(value) = http::HeaderValue::from_str(&task_id) {
+        headers.insert(NAME, value);
+    }
+}
