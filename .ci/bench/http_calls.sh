@@ -7,7 +7,7 @@
 #   bash .ci/bench/http_calls.sh BEFORE_REV [SECONDS_PER_RUN] [ROUNDS]
 #
 # Needs wrk (Debian's package) and taskset (util-linux). BEFORE_TARGET_DIR reuses a target
-# directory for the BEFORE build. Not part of CI: it measures, it asserts nothing (a run with
+# directory for the BEFORE build; BEFORE_DEMO names an already built BEFORE demo binary. Not part of CI: it measures, it asserts nothing (a run with
 # a non-2xx answer or a socket error stops it). BENCHMARKS.md ("HTTP edge") has the figures.
 set -euo pipefail
 
@@ -29,9 +29,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-git worktree add --detach "$work/before" "$before_rev" >/dev/null
-before_target="${BEFORE_TARGET_DIR:-$work/before-target}"
-(cd "$work/before" && CARGO_TARGET_DIR="$before_target" cargo build --release --example demo)
+before_demo="${BEFORE_DEMO:-}"
+if [[ -z "$before_demo" ]]; then
+    git worktree add --detach "$work/before" "$before_rev" >/dev/null
+    before_target="${BEFORE_TARGET_DIR:-$work/before-target}"
+    (cd "$work/before" && CARGO_TARGET_DIR="$before_target" cargo build --release --example demo)
+    before_demo="$before_target/release/examples/demo"
+fi
 cargo build --release --example demo
 after_target="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
 
@@ -51,7 +55,7 @@ start() {
     exit 1
 }
 
-start before "$before_target/release/examples/demo"
+start before "$before_demo"
 before_url="$url"
 start after "$after_target/release/examples/demo"
 after_url="$url"

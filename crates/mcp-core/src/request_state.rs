@@ -63,6 +63,7 @@ pub(crate) struct StateSeal {
 }
 
 /// What a sealed state is bound to: who asked, what, of what, with which arguments.
+#[derive(Clone)]
 pub(crate) struct Binding {
     aad: Vec<u8>,
 }

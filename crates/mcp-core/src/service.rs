@@ -149,11 +149,20 @@ impl McpService {
             target,
             arguments,
         } = request;
-        let binding = crate::request_state::binding(base.principal(), method, target, arguments);
+        // What a sealed state is bound to, worked out (a digest of the arguments) only when
+        // one is opened or sealed: most calls never have an input round.
+        let mut binding = None;
+        let mut bind = || {
+            binding
+                .get_or_insert_with(|| {
+                    crate::request_state::binding(base.principal(), method, target, arguments)
+                })
+                .clone()
+        };
         let mut scope = base.clone();
         if input_responses.is_some() || request_state.is_some() {
             let state = match request_state {
-                Some(sealed) => seal.open(&binding, &sealed)?,
+                Some(sealed) => seal.open(&bind(), &sealed)?,
                 None => None,
             };
             scope = scope.with_input(input_responses.unwrap_or_default(), state);
@@ -169,7 +178,7 @@ impl McpService {
                 return Ok(response);
             };
             if base.era() != Era::Legacy {
-                round.request_state = Some(seal.seal(&binding, round.request_state.as_deref()));
+                round.request_state = Some(seal.seal(&bind(), round.request_state.as_deref()));
                 return Ok(response);
             }
             let Some(peer) = base.peer() else {

@@ -5,17 +5,20 @@ use std::{
     convert::Infallible,
     io,
     pin::Pin,
-    sync::{Arc, Mutex},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
+    },
     task::{Context, Poll},
     time::Duration,
 };
 
 use axum::{Router, body::Body, response::Response};
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use tokio::{
     io::{AsyncRead, AsyncWrite, ReadBuf},
     net::{TcpListener, TcpStream},
-    sync::{Notify, OwnedSemaphorePermit, Semaphore},
+    sync::{OwnedSemaphorePermit, Semaphore},
     time::Instant,
 };
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
@@ -161,12 +164,9 @@ async fn connection(
         })
     };
     let mut builder = hyper::server::conn::http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        // Hyper's own header timer starts when a connection waits for a request, idle or
-        // not; the watchdog below is the precise one, this is a backstop.
-        .header_read_timeout(limits.header_timeout + limits.idle_timeout)
-        .keep_alive(true);
+    // Hyper's own header timer cannot tell an idle keep-alive connection from slow headers
+    // and is re-armed on every request; the watchdog below enforces both timeouts instead.
+    builder.header_read_timeout(None).keep_alive(true);
     let serving = builder.serve_connection(io, service);
     tokio::pin!(serving);
     let mut draining = false;
@@ -196,81 +196,78 @@ async fn connection(
     }
 }
 
-/// Where a connection is: waiting with nothing received, receiving a request's headers, or
-/// answering requests.
-#[derive(Debug, Clone, Copy)]
-enum Phase {
-    Idle(Instant),
-    Head(Instant),
-    Busy(usize),
-}
-
 enum Expired {
     Header,
     Idle,
 }
 
+/// What a connection is doing, kept in atomics so that a request costs a few stores and no
+/// wake-up: the watchdog reads them only when its timer fires, and re-arms the timer for
+/// the deadline they give.
 struct Activity {
-    phase: Mutex<Phase>,
-    changed: Notify,
+    start: Instant,
+    /// Requests in progress.
+    busy: AtomicUsize,
+    /// Bytes of a new request arrived while no request was in progress.
+    receiving: AtomicBool,
+    /// When the connection last became idle or started receiving, in ms after `start`.
+    since_ms: AtomicU64,
 }
 
 impl Activity {
     fn new() -> Self {
         Self {
-            phase: Mutex::new(Phase::Idle(Instant::now())),
-            changed: Notify::new(),
+            start: Instant::now(),
+            busy: AtomicUsize::new(0),
+            receiving: AtomicBool::new(false),
+            since_ms: AtomicU64::new(0),
         }
     }
 
-    fn update(&self, change: impl FnOnce(Phase) -> Phase) {
-        if let Ok(mut phase) = self.phase.lock() {
-            *phase = change(*phase);
-        }
-        self.changed.notify_waiters();
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
     /// Bytes arrived: an idle connection starts receiving a request.
     fn received(&self) {
-        let idle = self
-            .phase
-            .lock()
-            .is_ok_and(|phase| matches!(*phase, Phase::Idle(_)));
-        if idle {
-            self.update(|phase| match phase {
-                Phase::Idle(_) => Phase::Head(Instant::now()),
-                other => other,
-            });
+        if self.busy.load(Ordering::Acquire) == 0 && !self.receiving.load(Ordering::Relaxed) {
+            self.since_ms.store(self.now_ms(), Ordering::Relaxed);
+            self.receiving.store(true, Ordering::Release);
         }
     }
 
     /// A request's headers arrived; it is in progress until the returned guard drops.
     fn begin(self: &Arc<Self>) -> Busy {
-        self.update(|phase| match phase {
-            Phase::Busy(n) => Phase::Busy(n + 1),
-            _ => Phase::Busy(1),
-        });
+        self.busy.fetch_add(1, Ordering::AcqRel);
+        self.receiving.store(false, Ordering::Release);
         Busy(self.clone())
+    }
+
+    /// The deadline the connection is under now, if it is not answering a request.
+    fn deadline(&self, limits: Limits) -> Option<(Instant, Expired)> {
+        if self.busy.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        let since = self.start + Duration::from_millis(self.since_ms.load(Ordering::Relaxed));
+        Some(if self.receiving.load(Ordering::Acquire) {
+            (since + limits.header_timeout, Expired::Header)
+        } else {
+            (since + limits.idle_timeout, Expired::Idle)
+        })
     }
 
     /// Completes when the connection has been idle or receiving headers for too long.
     async fn expired(&self, limits: Limits) -> Expired {
+        let recheck = limits.header_timeout.min(limits.idle_timeout);
+        let timer = tokio::time::sleep(recheck);
+        tokio::pin!(timer);
         loop {
-            let notified = self.changed.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            let phase = self.phase.lock().map(|phase| *phase).ok();
-            let deadline = match phase {
-                Some(Phase::Idle(since)) => Some((since + limits.idle_timeout, Expired::Idle)),
-                Some(Phase::Head(since)) => Some((since + limits.header_timeout, Expired::Header)),
-                Some(Phase::Busy(_)) | None => None,
-            };
-            match deadline {
-                Some((at, expired)) => tokio::select! {
-                    () = tokio::time::sleep_until(at) => return expired,
-                    () = notified => {}
-                },
-                None => notified.await,
+            timer.as_mut().await;
+            let now = Instant::now();
+            match self.deadline(limits) {
+                Some((at, expired)) if at <= now => return expired,
+                Some((at, _)) => timer.as_mut().reset(at),
+                None => timer.as_mut().reset(now + recheck),
             }
         }
     }
@@ -280,10 +277,11 @@ struct Busy(Arc<Activity>);
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        self.0.update(|phase| match phase {
-            Phase::Busy(n) if n > 1 => Phase::Busy(n - 1),
-            _ => Phase::Idle(Instant::now()),
-        });
+        let activity = &self.0;
+        activity
+            .since_ms
+            .store(activity.now_ms(), Ordering::Relaxed);
+        activity.busy.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
