@@ -39,11 +39,12 @@ fi
 cargo build --release --example demo
 after_target="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
 
-# Starts a demo binary on CPU 0 and sets `url` to the URL it announces.
+# Starts a demo binary on CPU 0 and sets `url` to the URL it announces (and `${name}_pid`).
 start() {
     local name="$1" binary="$2"
     taskset -c 0 "$binary" --http 127.0.0.1:0 >"$work/$name.log" 2>&1 &
     pids+=("$!")
+    printf -v "${name}_pid" '%s' "$!"
     url=""
     for _ in $(seq 1 300); do
         url="$(grep -o 'http://[0-9.:]*/mcp' "$work/$name.log" | head -n1 || true)"
@@ -82,30 +83,40 @@ for which in before after; do
     }
 done
 
-# run URL CONNECTIONS: prints "requests/s p50"
+# CPU time (user + system) a process has used, in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# run URL CONNECTIONS PID: prints "requests/s p50 cpu-µs-per-call" (the server's own CPU
+# time over the requests wrk completed: steadier than throughput on a shared VM)
 run() {
-    local out
+    local out before_ticks after_ticks
+    before_ticks="$(cpu_ticks "$3")"
     out="$(taskset -c 1 wrk -t1 -c"$2" -d"${seconds}s" --latency -s "$work/call.lua" "$1")"
+    after_ticks="$(cpu_ticks "$3")"
     if grep -q 'Non-2xx\|Socket errors' <<<"$out"; then
         echo "errors during the run against $1:" >&2
         echo "$out" >&2
         exit 1
     fi
-    local rps p50
+    local rps p50 requests cpu
     rps="$(awk '/Requests\/sec/ {print $2}' <<<"$out")"
     p50="$(awk '$1 == "50%" {print $2}' <<<"$out")"
-    echo "$rps $p50"
+    requests="$(awk '/requests in/ {print $1}' <<<"$out")"
+    cpu="$(awk -v t="$((after_ticks - before_ticks))" -v hz="$(getconf CLK_TCK)" -v n="$requests" \
+        'BEGIN {printf "%.1f", t / hz * 1e6 / n}')"
+    echo "$rps $p50 $cpu"
 }
 
 echo "machine: $(nproc) vCPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "before: $before_rev ($before_url); after: working tree ($after_url); ${seconds} s per run"
-printf '%-6s %-7s %-12s %10s %10s\n' round build connections 'req/s' p50
+printf '%-6s %-7s %-12s %10s %10s %12s\n' round build connections 'req/s' p50 'CPU µs/call'
 for round in $(seq 1 "$rounds"); do
     for c in 1 32; do
         for which in before after; do
             u="${which}_url"
-            read -r rps p50 < <(run "${!u}" "$c")
-            printf '%-6s %-7s %-12s %10s %10s\n' "$round" "$which" "$c" "$rps" "$p50"
+            p="${which}_pid"
+            read -r rps p50 cpu < <(run "${!u}" "$c" "${!p}")
+            printf '%-6s %-7s %-12s %10s %10s %12s\n' "$round" "$which" "$c" "$rps" "$p50" "$cpu"
         done
     done
 done
