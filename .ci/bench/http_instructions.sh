@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Instructions per `tools/call add(2, 3)` over Streamable HTTP (2026-07-28, one kept-alive
+# connection), counted by callgrind: repeatable whatever else the machine is doing, unlike
+# the wall-clock figures of http_calls.sh on a shared VM.
+#
+#   bash .ci/bench/http_instructions.sh DEMO_BINARY [SECONDS]
+#
+# Runs the demo under callgrind twice: once serving nothing (start-up and shutdown alone),
+# once under wrk -c1 for SECONDS (default 15); prints the requests served and
+# (instructions of the loaded run - instructions of the idle run) / requests. Needs valgrind
+# and wrk (Debian's packages). Not part of CI; BENCHMARKS.md ("HTTP edge") has the figures.
+set -euo pipefail
+
+binary="${1:?usage: http_instructions.sh DEMO_BINARY [SECONDS]}"
+seconds="${2:-15}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+body='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"wrk","version":"1"}}}}'
+cat >"$work/call.lua" <<LUA
+wrk.method = "POST"
+wrk.body = '$body'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Accept"] = "application/json, text/event-stream"
+wrk.headers["Mcp-Protocol-Version"] = "2026-07-28"
+wrk.headers["Mcp-Method"] = "tools/call"
+wrk.headers["Mcp-Name"] = "add"
+LUA
+
+# measure SECONDS: prints "requests instructions" for one callgrind run
+measure() {
+    local out="$work/cg.$1.out" log="$work/log.$1"
+    valgrind --tool=callgrind --callgrind-out-file="$out" "$binary" --http 127.0.0.1:0 >"$log" 2>&1 &
+    local pid=$! url=""
+    for _ in $(seq 1 600); do
+        url="$(grep -o 'http://[0-9.:]*/mcp' "$log" | head -n1 || true)"
+        [[ -n "$url" ]] && break
+        sleep 0.1
+    done
+    [[ -n "$url" ]] || { cat "$log" >&2; exit 1; }
+    local requests=0
+    if [[ "$1" != 0 ]]; then
+        local result
+        result="$(wrk -t1 -c1 -d"$1s" -s "$work/call.lua" "$url")"
+        if grep -q 'Non-2xx\|Socket errors' <<<"$result"; then echo "$result" >&2; exit 1; fi
+        requests="$(awk '/requests in/ {print $1}' <<<"$result")"
+    fi
+    # Ctrl-C is handled once the server runs; give it a moment after the announcement.
+    sleep 3
+    kill -INT "$pid"
+    wait "$pid" || true
+    echo "$requests $(awk '/^summary:/ {print $2; exit}' "$out")"
+}
+
+read -r _ idle < <(measure 0)
+read -r requests loaded < <(measure "$seconds")
+echo "$binary: $requests requests, $(( (loaded - idle) / requests )) instructions per call"
