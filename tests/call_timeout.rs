@@ -6,11 +6,12 @@
 use std::{sync::Arc, time::Duration};
 
 use mcpkit::{
-    Args, Context, HttpConfig, HttpServer, Server, ServerError, ToolDef,
+    Args, Context, Server, ToolDef,
     tasks::{TasksConfig, TasksExtension},
     types::TASKS_EXTENSION_ID,
 };
 use serde_json::{Value, json};
+use test_helpers::http::LoopbackHttp;
 use test_helpers::schema::{Spec, assert_valid};
 use tokio::sync::Notify;
 
@@ -18,73 +19,36 @@ const LIMIT: Duration = Duration::from_millis(200);
 const BOUND: Duration = Duration::from_secs(30);
 
 /// A server on a loopback port and a raw 2026-07-28 JSON-RPC client for it.
-struct Http {
-    url: String,
-    client: reqwest::Client,
-    stop: tokio::sync::oneshot::Sender<()>,
-    serving: tokio::task::JoinHandle<Result<(), ServerError>>,
-}
+struct Http(LoopbackHttp);
 
 impl Http {
     async fn serve(server: Server) -> Http {
-        let http = HttpServer::bind(server, "127.0.0.1:0", HttpConfig::new())
-            .await
-            .expect("bind");
-        let url = format!("http://{}/mcp", http.local_addr());
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let serving = tokio::spawn(http.run_until(async move {
-            let _ = stopped.await;
-        }));
-        Http {
-            url,
-            client: reqwest::Client::new(),
-            stop,
-            serving,
-        }
+        Http(LoopbackHttp::serve(server).await)
     }
 
     async fn shutdown(self) {
-        let _ = self.stop.send(());
-        self.serving
-            .await
-            .expect("the server task")
-            .expect("the server stops cleanly");
+        self.0.shutdown().await;
     }
 
     /// One JSON-RPC request; its answer. `opt_in` declares the tasks extension.
-    async fn request(&self, method: &str, mut params: Value, opt_in: bool) -> Value {
+    async fn request(&self, method: &str, params: Value, opt_in: bool) -> Value {
         let capabilities = if opt_in {
             json!({"extensions": {TASKS_EXTENSION_ID: {}}})
         } else {
             json!({})
         };
-        params["_meta"] = json!({
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": capabilities,
-            "io.modelcontextprotocol/clientInfo": {"name": "call-timeout", "version": "1"},
-        });
         let name = params
             .get("name")
             .or_else(|| params.get("taskId"))
             .and_then(Value::as_str)
             .map(str::to_owned);
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        let mut request = self
-            .client
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", method);
-        if let Some(name) = name {
-            request = request.header("mcp-name", name);
-        }
-        let response = tokio::time::timeout(BOUND, request.body(body.to_string()).send())
+        let posted = self
+            .0
+            .post_2026(method, params, capabilities, name.as_deref());
+        let (_, answer) = tokio::time::timeout(BOUND, posted)
             .await
-            .expect("the server answered in time")
-            .expect("POST");
-        let text = response.text().await.expect("the body");
-        serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text:?}"))
+            .expect("the server answered in time");
+        answer
     }
 
     async fn call(&self, name: &str, arguments: Value) -> Value {

@@ -11,37 +11,21 @@
 //! | FastMCP's Python client 4.1.7 (`fastmcp_tasks`), any task over HTTP | it sends no `Mcp-Name` on `tasks/*`, which was refused with `-32020`, so no task could be polled |
 
 use mcpkit::{
-    Context, HttpConfig, HttpServer, InputRequired, Outcome, PromptDef, ResourceDef, Server,
-    ServerError, ToolDef, ToolError,
+    Context, InputRequired, Outcome, PromptDef, ResourceDef, Server, ToolDef, ToolError,
     types::{CallToolResult, GetPromptResult, InputRequest, ReadResourceResult},
 };
 use serde_json::{Value, json};
-use test_helpers::schema::{Spec, assert_valid};
+use test_helpers::{
+    http::LoopbackHttp,
+    schema::{Spec, assert_valid},
+};
 
 /// A server on a loopback port and a raw client for it.
-struct Http {
-    url: String,
-    client: reqwest::Client,
-    stop: tokio::sync::oneshot::Sender<()>,
-    serving: tokio::task::JoinHandle<Result<(), ServerError>>,
-}
+struct Http(LoopbackHttp);
 
 impl Http {
     async fn serve(server: Server) -> Http {
-        let http = HttpServer::bind(server, "127.0.0.1:0", HttpConfig::new())
-            .await
-            .expect("bind a loopback port");
-        let url = format!("http://{}/mcp", http.local_addr());
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let serving = tokio::spawn(http.run_until(async move {
-            let _ = stopped.await;
-        }));
-        Http {
-            url,
-            client: reqwest::Client::new(),
-            stop,
-            serving,
-        }
+        Http(LoopbackHttp::serve(server).await)
     }
 
     /// Sends one 2026-07-28 request as a conforming client does (`_meta`, `Mcp-Method`,
@@ -57,38 +41,15 @@ impl Http {
     async fn send_with(
         &self,
         method: &str,
-        mut params: Value,
+        params: Value,
         capabilities: Value,
         name: Option<&str>,
     ) -> (u16, Value) {
-        params["_meta"] = json!({
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": capabilities,
-            "io.modelcontextprotocol/clientInfo": {"name": "interop-regressions", "version": "0"}
-        });
-        let mut request = self
-            .client
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", method);
-        if let Some(name) = name {
-            request = request.header("mcp-name", name);
-        }
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        let response = request.json(&body).send().await.expect("send");
-        let status = response.status().as_u16();
-        let message = response.json::<Value>().await.expect("a JSON answer");
-        (status, message)
+        self.0.post_2026(method, params, capabilities, name).await
     }
 
     async fn shutdown(self) {
-        let _ = self.stop.send(());
-        self.serving
-            .await
-            .expect("the server task")
-            .expect("the server stops cleanly");
+        self.0.shutdown().await;
     }
 }
 

@@ -1,6 +1,7 @@
 //! What downstream test suites need to test servers built on `mcp-core` on the real stack:
 //!
 //! * [`fuzz`]: a seeded generator of hostile MCP messages, for fuzzing decoders on stable Rust;
+//! * [`http`]: a server on a loopback port and a raw 2026-07-28 client for it;
 //! * [`client`]: rmcp clients in either protocol era, and a client/server pair over an
 //!   in-memory duplex that drives the real wire without ports;
 //! * [`middleware`]: recording middleware (`CallTrace`, `HookRecorder`) and the shared `Log`;
@@ -17,6 +18,7 @@
 pub mod backend_conformance;
 pub mod client;
 pub mod fuzz;
+pub mod http;
 pub mod middleware;
 pub mod redis;
 pub mod reply;
