@@ -208,6 +208,7 @@ impl Worker {
         let mut jobs = tokio::task::JoinSet::new();
         loop {
             let first = tokio::select! {
+                biased;
                 () = shutdown.cancelled() => break,
                 permit = Arc::clone(&permits).acquire_owned() => match permit {
                     Ok(permit) => permit,

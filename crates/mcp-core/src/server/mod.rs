@@ -554,6 +554,23 @@ impl Server {
         self
     }
 
+    /// Whether `principal` may perform `operation` on this server, decided before dispatch
+    /// (the HTTP resource server answers 403 with the scopes it names).
+    ///
+    /// ```
+    /// use mcp_core::{Server, auth::{Access, Operation}};
+    /// let server = Server::new("s");
+    /// assert_eq!(server.authorize(None, Operation::Other("tools/list")), Access::Allowed);
+    /// ```
+    pub fn authorize(
+        &self,
+        _principal: Option<&crate::auth::Principal>,
+        _operation: crate::auth::Operation<'_>,
+    ) -> crate::auth::Access {
+        // Filled in by the component requirements.
+        crate::auth::Access::Allowed
+    }
+
     /// Whether `other` is this very server (not a copy).
     ///
     /// ```
