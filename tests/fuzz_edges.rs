@@ -18,7 +18,7 @@ use std::{
 };
 
 use mcpkit::{
-    Args, HttpConfig, HttpServer, PromptDef, ResourceDef, Server, ToolDef,
+    Args, HttpConfig, HttpServer, PromptDef, ResourceDef, Server, StdioConfig, ToolDef,
     tasks::{TasksConfig, TasksExtension},
 };
 use rand::{RngExt as _, SeedableRng as _, rngs::StdRng};
@@ -29,6 +29,10 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 
 /// How long a request may take to be answered before the harness calls it lost.
 const ANSWER_WITHIN: Duration = Duration::from_secs(10);
+
+/// The stdio server's drain grace: after the client hangs up, requests it never gets an
+/// answer to (a cancelled one, say) are abandoned after this, and the server stops.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
 static PANICS: AtomicUsize = AtomicUsize::new(0);
 
@@ -216,7 +220,11 @@ async fn fuzz_stdio(legacy: bool) {
     });
     let (client, server_end) = tokio::io::duplex(1 << 20);
     let (read, write) = tokio::io::split(server_end);
-    let serving = tokio::spawn(fuzz_server().serve_io(read, write));
+    let serving = tokio::spawn(fuzz_server().serve_io_with(
+        read,
+        write,
+        StdioConfig::new().drain_grace(DRAIN_GRACE),
+    ));
     let (client_read, mut client_write) = tokio::io::split(client);
 
     // Every answer's id, in order, from a reader task.
@@ -309,9 +317,9 @@ async fn fuzz_stdio(legacy: bool) {
     // End of input, as a client closing its stdin.
     client_write.shutdown().await.expect("close the pipe");
     drop(client_write);
-    let outcome = tokio::time::timeout(ANSWER_WITHIN, serving)
+    let outcome = tokio::time::timeout(DRAIN_GRACE + ANSWER_WITHIN, serving)
         .await
-        .expect("the server stops when the client hangs up")
+        .expect("the server stops within its drain grace when the client hangs up")
         .expect("the server task did not panic");
     assert!(outcome.is_ok(), "a hang-up is a clean end: {outcome:?}");
     reader.await.expect("the reader");
