@@ -14,6 +14,8 @@
 
 mod principal;
 mod requirement;
+#[cfg(feature = "auth")]
+mod resource_server;
 mod token;
 #[cfg(feature = "auth")]
 pub mod verify;
@@ -21,3 +23,6 @@ pub mod verify;
 pub use principal::Principal;
 pub use requirement::{Access, ExactScopes, Operation, Requirement, ScopeMatcher};
 pub use token::BearerToken;
+
+#[cfg(feature = "auth")]
+pub use resource_server::{InvalidResource, METADATA_PATH, ResourceServer};

@@ -45,6 +45,8 @@ pub struct HttpConfig {
     pub(super) max_in_flight: usize,
     pub(super) max_sessions: usize,
     pub(super) session_idle_timeout: Duration,
+    #[cfg(feature = "auth")]
+    pub(super) auth: Option<crate::auth::ResourceServer>,
 }
 
 /// Which `Host` values are served.
@@ -85,6 +87,8 @@ impl Default for HttpConfig {
             max_in_flight: Self::DEFAULT_MAX_IN_FLIGHT,
             max_sessions: Self::DEFAULT_MAX_SESSIONS,
             session_idle_timeout: Self::DEFAULT_SESSION_IDLE_TIMEOUT,
+            #[cfg(feature = "auth")]
+            auth: None,
         }
     }
 }
@@ -350,6 +354,33 @@ impl HttpConfig {
     /// ```
     pub fn session_idle_timeout(mut self, timeout: Duration) -> Self {
         self.session_idle_timeout = timeout;
+        self
+    }
+
+    /// Protects the endpoint as an OAuth 2.1 resource server: every request needs a bearer
+    /// token `resource` accepts (401 with a `WWW-Authenticate` challenge otherwise), each
+    /// operation is authorized before it runs (403 naming the scopes it needs), a
+    /// 2025-11-25 session belongs to the caller that opened it, and the RFC 9728 metadata is
+    /// served, unauthenticated, at `/.well-known/oauth-protected-resource` followed by the
+    /// endpoint's path (and at the root form).
+    ///
+    /// ```
+    /// # use mcp_core::auth::{ResourceServer, verify::{TokenVerifier, Verified, VerifyError}};
+    /// # struct Verifier;
+    /// # #[async_trait::async_trait]
+    /// # impl TokenVerifier for Verifier {
+    /// #     async fn verify(&self, _: &str) -> Result<Verified, VerifyError> { Err(VerifyError::Invalid("no".into())) }
+    /// # }
+    /// let rs = ResourceServer::new("https://mcp.example.com/mcp", Verifier)
+    ///     .unwrap()
+    ///     .authorization_server("https://auth.example.com")
+    ///     .unwrap();
+    /// let config = mcp_core::HttpConfig::new().allowed_hosts(["mcp.example.com"]).auth(rs);
+    /// # let _ = config;
+    /// ```
+    #[cfg(feature = "auth")]
+    pub fn auth(mut self, resource: crate::auth::ResourceServer) -> Self {
+        self.auth = Some(resource);
         self
     }
 

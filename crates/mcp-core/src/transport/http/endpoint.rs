@@ -29,6 +29,9 @@ pub(super) struct Endpoint {
     pub(super) max_sessions: usize,
     pub(super) sessions: Arc<LocalSessionManager>,
     pub(super) log: Arc<RejectLog>,
+    /// The resource server, when the endpoint needs bearer tokens.
+    #[cfg(feature = "auth")]
+    pub(super) gate: Option<Arc<super::bearer::Gate>>,
 }
 
 /// The middleware function, mounted with `axum::middleware::from_fn_with_state`.
@@ -37,11 +40,31 @@ pub(super) async fn guard(
     request: Request,
     next: Next,
 ) -> Response {
-    let (parts, body) = request.into_parts();
+    #[cfg_attr(not(feature = "auth"), allow(unused_mut))]
+    let (mut parts, body) = request.into_parts();
     if let Err(refusal) = origin::check(&endpoint.access, &parts) {
         return refused(&endpoint.log, refusal);
     }
+    #[cfg(feature = "auth")]
+    let caller = match &endpoint.gate {
+        Some(gate) => match gate.authenticate(&mut parts, &endpoint.log).await {
+            Ok(caller) => {
+                if let Some(response) = gate.refuse_session(&caller, &parts.headers) {
+                    return response;
+                }
+                Some((gate, caller))
+            }
+            Err(response) => return response,
+        },
+        None => None,
+    };
     if parts.method != http::Method::POST {
+        #[cfg(feature = "auth")]
+        if let Some((gate, _)) = &caller
+            && parts.method == http::Method::DELETE
+        {
+            gate.closed(&parts.headers);
+        }
         return next.run(Request::from_parts(parts, body)).await;
     }
     let bytes = match read_body(&endpoint, &parts.headers, body).await {
@@ -49,6 +72,12 @@ pub(super) async fn guard(
         Err(response) => return response,
     };
     let probe = Probe::scan(&bytes);
+    #[cfg(feature = "auth")]
+    if let (Some((gate, caller)), Ok(probe)) = (&caller, &probe)
+        && let Some(response) = gate.refuse_operation(caller, probe)
+    {
+        return response;
+    }
     if let Ok(Probe {
         initialize: true, ..
     }) = &probe
@@ -71,6 +100,21 @@ pub(super) async fn guard(
     let json_content = is_json_content(&parts.headers);
     // The body moves into rmcp's request: no copy of it is kept while rmcp parses it.
     let response = next.run(Request::from_parts(parts, bytes.into())).await;
+    #[cfg(feature = "auth")]
+    if let (
+        Some((gate, caller)),
+        Ok(Probe {
+            initialize: true, ..
+        }),
+    ) = (&caller, &probe)
+        && let Some(id) = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned)
+    {
+        gate.opened(caller, &id, &endpoint.sessions).await;
+    }
     if response.status() != http::StatusCode::UNSUPPORTED_MEDIA_TYPE {
         return response;
     }

@@ -12,6 +12,8 @@
 //! Tower layers and extra routes go on the served router with [`HttpServer::layer`],
 //! [`HttpServer::route`] and [`HttpServer::merge`]; the limits stay outermost.
 
+#[cfg(feature = "auth")]
+mod bearer;
 mod config;
 mod connection;
 mod endpoint;
@@ -89,10 +91,46 @@ impl Server {
             max_sessions: config.max_sessions,
             sessions,
             log,
+            #[cfg(feature = "auth")]
+            gate: config.auth.clone().map(|resource| {
+                Arc::new(bearer::Gate::new(
+                    resource,
+                    self.clone(),
+                    config.max_sessions,
+                ))
+            }),
         });
-        Ok(Router::new().route_service(&config.path, http).route_layer(
+        #[cfg(feature = "auth")]
+        let metadata = config.auth.as_ref().map(|resource| {
+            (
+                resource.metadata_paths(&config.path),
+                Arc::new(resource.metadata().clone()),
+            )
+        });
+        let router = Router::new().route_service(&config.path, http).route_layer(
             axum::middleware::from_fn_with_state(endpoint, endpoint::guard),
-        ))
+        );
+        #[cfg(feature = "auth")]
+        let router = match metadata {
+            Some((paths, document)) => paths.into_iter().fold(router, |router, path| {
+                let document = Arc::clone(&document);
+                router.route(
+                    &path,
+                    axum::routing::get(move || {
+                        let document = Arc::clone(&document);
+                        async move {
+                            (
+                                // Browser clients read it from another origin.
+                                [(http::header::ACCESS_CONTROL_ALLOW_ORIGIN, "*")],
+                                axum::Json(document.as_ref().clone()),
+                            )
+                        }
+                    }),
+                )
+            }),
+            None => router,
+        };
+        Ok(router)
     }
 
     /// Starts the server and serves it over Streamable HTTP on `addr` until Ctrl-C, with the

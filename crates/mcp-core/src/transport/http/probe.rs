@@ -1,6 +1,7 @@
-//! One pass over a POST body that checks it is JSON and notes its `id` and whether it is an
-//! `initialize`, without building a `serde_json::Value` of it: rmcp parses the body into a
-//! message next, and a tree of a 4 MiB body costs many times its size.
+//! One pass over a POST body that checks it is JSON and notes its `id`, its `method` and the
+//! `params.name`/`params.uri` it targets, without building a `serde_json::Value` of it: rmcp
+//! parses the body into a message next, and a tree of a 4 MiB body costs many times its
+//! size.
 
 use std::fmt;
 
@@ -13,6 +14,12 @@ pub(super) struct Probe {
     pub(super) id: Option<serde_json::Value>,
     /// `"method": "initialize"`.
     pub(super) initialize: bool,
+    /// The `method` member, if it is a (short) string.
+    pub(super) method: Option<String>,
+    /// `params.name`, if it is a (short) string: the tool or prompt a request targets.
+    pub(super) name: Option<String>,
+    /// `params.uri`, if it is a (short) string: the resource a request reads.
+    pub(super) uri: Option<String>,
 }
 
 impl Probe {
@@ -40,11 +47,24 @@ impl<'de> Visitor<'de> for ProbeVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Probe, A::Error> {
         let mut probe = Probe::default();
         while let Some(key) = map.next_key::<Key>()? {
+            if let Key::Params = key {
+                let Params { name, uri } = map.next_value()?;
+                probe.name = name;
+                probe.uri = uri;
+                continue;
+            }
             let Scalar(value) = map.next_value()?;
             match key {
                 Key::Id => probe.id = value.filter(|id| id.is_string() || id.is_number()),
-                Key::Method => probe.initialize = value.is_some_and(|m| m == "initialize"),
-                Key::Other => {}
+                Key::Method => {
+                    let method = value.and_then(|m| match m {
+                        serde_json::Value::String(method) => Some(method),
+                        _ => None,
+                    });
+                    probe.initialize = method.as_deref() == Some("initialize");
+                    probe.method = method;
+                }
+                Key::Params | Key::Other => {}
             }
         }
         Ok(probe)
@@ -74,10 +94,11 @@ impl<'de> Visitor<'de> for ProbeVisitor {
     }
 }
 
-/// A top-level member name: only two matter.
+/// A top-level member name: only three matter.
 enum Key {
     Id,
     Method,
+    Params,
     Other,
 }
 
@@ -93,11 +114,73 @@ impl<'de> de::Deserialize<'de> for Key {
                 Ok(match key {
                     "id" => Key::Id,
                     "method" => Key::Method,
+                    "params" => Key::Params,
                     _ => Key::Other,
                 })
             }
         }
         deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+/// The `name` and `uri` members of `params`, if they are short strings; everything else in
+/// it only checked.
+#[derive(Default)]
+struct Params {
+    name: Option<String>,
+    uri: Option<String>,
+}
+
+impl<'de> de::Deserialize<'de> for Params {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ParamsVisitor)
+    }
+}
+
+struct ParamsVisitor;
+
+impl<'de> Visitor<'de> for ParamsVisitor {
+    type Value = Params;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Params, A::Error> {
+        let mut params = Params::default();
+        while let Some(Scalar(key)) = map.next_key::<Scalar>()? {
+            let Scalar(value) = map.next_value()?;
+            let text = match value {
+                Some(serde_json::Value::String(text)) => Some(text),
+                _ => None,
+            };
+            match key.as_ref().and_then(serde_json::Value::as_str) {
+                Some("name") => params.name = text,
+                Some("uri") => params.uri = text,
+                _ => {}
+            }
+        }
+        Ok(params)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Params, A::Error> {
+        drain_seq(seq).map(|()| Params::default())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Params, E> {
+        Ok(Params::default())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Params, E> {
+        Ok(Params::default())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Params, E> {
+        Ok(Params::default())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Params, E> {
+        Ok(Params::default())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Params, E> {
+        Ok(Params::default())
+    }
+    fn visit_unit<E>(self) -> Result<Params, E> {
+        Ok(Params::default())
     }
 }
 
@@ -168,6 +251,16 @@ mod tests {
         let probe = Probe::scan(br#"{"id":{"x":1},"method":"tools/call"}"#).unwrap();
         assert_eq!(probe.id, None);
         assert!(!probe.initialize);
+        assert_eq!(probe.method.as_deref(), Some("tools/call"));
+        let probe = Probe::scan(
+            br#"{"params":{"arguments":{"name":"inner"},"name":"child_multiply","uri":7},"method":"tools/call"}"#,
+        )
+        .unwrap();
+        assert_eq!(probe.name.as_deref(), Some("child_multiply"));
+        assert_eq!(probe.uri, None);
+        let probe = Probe::scan(br#"{"params":{"uri":"data://ns/users"}}"#).unwrap();
+        assert_eq!(probe.uri.as_deref(), Some("data://ns/users"));
+        assert!(Probe::scan(br#"{"params":{"name":1e400}}"#).is_err());
         assert!(Probe::scan(b"not json").is_err());
         assert!(Probe::scan(br#"{"a":1e400}"#).is_err());
         assert!(Probe::scan(br#"{"a":1} x"#).is_err());

@@ -17,10 +17,11 @@ pub(super) enum Kind {
     BodyTooLarge,
     BodyTimeout,
     HeaderTimeout,
+    Auth,
 }
 
 impl Kind {
-    const ALL: [Kind; 8] = [
+    const ALL: [Kind; 9] = [
         Kind::Host,
         Kind::Origin,
         Kind::Connections,
@@ -29,6 +30,7 @@ impl Kind {
         Kind::BodyTooLarge,
         Kind::BodyTimeout,
         Kind::HeaderTimeout,
+        Kind::Auth,
     ];
 
     fn name(self) -> &'static str {
@@ -41,6 +43,7 @@ impl Kind {
             Kind::BodyTooLarge => "max_body_bytes",
             Kind::BodyTimeout => "body_timeout",
             Kind::HeaderTimeout => "header_timeout",
+            Kind::Auth => "auth",
         }
     }
 }
