@@ -1,12 +1,13 @@
 //! The builder methods every component definition and every in-process request share,
-//! written once: `title`, `description`, `tag`, `tags`, `icons`, `meta` and `version` for
+//! written once: `title`, `description`, `tag`, `tags`, `icons`, `meta`, `version` and
+//! `requires` for
 //! [`ToolDef`](crate::ToolDef), [`ResourceDef`](crate::ResourceDef) and
 //! [`PromptDef`](crate::PromptDef); `version`, `version_spec`, `scope` and
 //! `without_middleware` for [`ToolCall`](crate::ToolCall),
 //! [`ResourceRead`](crate::ResourceRead) and [`PromptGet`](crate::PromptGet).
 
-/// Metadata builders for a definition with `title`, `description`, `tags`, `icons`, `meta`
-/// and `version` fields. `$new` is an expression building one, for the doc examples.
+/// Metadata builders for a definition with `title`, `description`, `tags`, `icons`, `meta`,
+/// `version` and `requirement` fields. `$new` is an expression building one, for the doc examples.
 macro_rules! metadata_builders {
     ($ty:ident, $new:literal) => {
         impl $ty {
@@ -65,6 +66,18 @@ macro_rules! metadata_builders {
             #[doc = concat!("```\nlet _ = ", $new, ".version(2);\n```")]
             pub fn version(mut self, version: impl std::fmt::Display) -> Self {
                 self.version = Some(version.to_string());
+                self
+            }
+
+            /// Who may use it: scopes (`["files:read"]`, `"admin"`) or any
+            /// [`Requirement`](crate::auth::Requirement). Called again, both requirements
+            /// apply. A caller that does not meet it does not see it in listings (unless
+            /// the server says otherwise, [`Server::hide_unauthorized`](crate::Server::hide_unauthorized))
+            /// and cannot use it; an anonymous caller never can.
+            ///
+            #[doc = concat!("```\nlet _ = ", $new, ".requires([\"files:read\"]);\n```")]
+            pub fn requires(mut self, requirement: impl Into<$crate::auth::Requirement>) -> Self {
+                self.requirement = std::mem::take(&mut self.requirement).and(requirement.into());
                 self
             }
         }

@@ -17,6 +17,25 @@
 //! }
 //! Server::new("math").add_tool(ToolDef::new("multiply", multiply)).unwrap();
 //! ```
+//!
+//! The caller: a [`Principal`] parameter is the authenticated caller (issuer, client,
+//! subject, scopes, claims); the call fails with a tool error when it is anonymous.
+//! `Option<Principal>` never fails. A [`BearerToken`] parameter is the raw access token,
+//! present only when an auth layer put one into the request; the call fails without one.
+//!
+//! ```
+//! use mcp_core::{Server, ToolDef, auth::Principal};
+//!
+//! async fn whoami(caller: Principal) -> String {
+//!     caller.subject.unwrap_or(caller.client_id)
+//! }
+//! async fn hello(caller: Option<Principal>) -> String {
+//!     caller.map_or("hello, stranger".into(), |p| format!("hello, {}", p.client_id))
+//! }
+//! let server = Server::new("s");
+//! server.add_tool(ToolDef::new("whoami", whoami)).unwrap();
+//! server.add_tool(ToolDef::new("hello", hello)).unwrap();
+//! ```
 
 use std::sync::Arc;
 
@@ -25,7 +44,11 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
-use crate::{Context, Server, ToolError, coerce, schema};
+use crate::{
+    Context, Server, ToolError,
+    auth::{BearerToken, Principal},
+    coerce, schema,
+};
 
 /// A value taken from the call's [`Context`] (never from its arguments).
 ///
@@ -72,6 +95,37 @@ pub struct CurrentServer(pub Server);
 impl FromContext for CurrentServer {
     fn from_context(cx: &Context) -> Result<Self, ToolError> {
         Ok(CurrentServer(cx.server().clone()))
+    }
+}
+
+impl FromContext for Principal {
+    fn from_context(cx: &Context) -> Result<Self, ToolError> {
+        cx.scope().principal().cloned().ok_or_else(|| {
+            ToolError::new("this tool needs an authenticated caller, and the request has none")
+        })
+    }
+}
+
+impl FromContext for Option<Principal> {
+    fn from_context(cx: &Context) -> Result<Self, ToolError> {
+        Ok(cx.scope().principal().cloned())
+    }
+}
+
+impl FromContext for BearerToken {
+    fn from_context(cx: &Context) -> Result<Self, ToolError> {
+        let extensions = cx.scope().extensions();
+        extensions
+            .get::<BearerToken>()
+            .or_else(|| {
+                extensions
+                    .get::<http::request::Parts>()
+                    .and_then(|parts| parts.extensions.get::<BearerToken>())
+            })
+            .cloned()
+            .ok_or_else(|| {
+                ToolError::new("this tool needs the caller's access token, and the request has none")
+            })
     }
 }
 

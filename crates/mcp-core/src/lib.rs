@@ -29,8 +29,9 @@
 //! ```
 //!
 //! The walk of a `tools/call`: rmcp's dispatcher → [`McpService`] builds a [`RequestScope`]
-//! → the root's middleware (`on_message` → `on_request` → `on_call_tool`) → the root's
-//! extension interceptors → name resolution (a local tool, or a mounted child, whose own
+//! → the root's middleware (`on_message` → `on_request` → `on_call_tool`) → the access
+//! check (the caller's [`Principal`](auth::Principal) against the requirements of the tool
+//! and of every mount on the way to it) → the root's extension interceptors → name resolution (a local tool, or a mounted child, whose own
 //! chain then runs) → the tool with its extractors → its return value becomes a
 //! `CallToolResult` ([`output`]).
 

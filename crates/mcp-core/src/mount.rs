@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use crate::{Server, ServerError};
+use crate::{Server, ServerError, auth::Requirement};
 
 /// How a child is mounted: its namespace and tool renames.
 ///
@@ -31,6 +31,7 @@ use crate::{Server, ServerError};
 pub struct MountOptions {
     namespace: Option<String>,
     renames: Vec<(String, String)>,
+    requirement: Requirement,
 }
 
 impl MountOptions {
@@ -61,6 +62,28 @@ impl MountOptions {
     /// ```
     pub fn rename_tool(mut self, original: impl Into<String>, renamed: impl Into<String>) -> Self {
         self.renames.push((original.into(), renamed.into()));
+        self
+    }
+
+    /// Everything mounted this way requires `requirement`, on top of what each component
+    /// requires (and of what an enclosing mount requires: nested mounts stack). A caller
+    /// that does not meet it sees none of the child's components.
+    ///
+    /// ```
+    /// use mcp_core::{MountOptions, Server, ToolDef, ToolCall, RequestScope, auth::Principal};
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let child = Server::new("child");
+    /// child.add_tool(ToolDef::new("echo", || async { "hi" })).unwrap();
+    /// let parent = Server::new("parent");
+    /// parent.mount(&child, MountOptions::new().namespace("child").requires(["child"])).unwrap();
+    /// let anonymous = parent.call(ToolCall::new("child_echo")).await;
+    /// assert!(anonymous.is_err());
+    /// let alice = RequestScope::new().with_principal(Principal::new("app").with_scopes(["child"]));
+    /// assert!(parent.call(ToolCall::new("child_echo").scope(alice)).await.is_ok());
+    /// # });
+    /// ```
+    pub fn requires(mut self, requirement: impl Into<Requirement>) -> Self {
+        self.requirement = std::mem::take(&mut self.requirement).and(requirement.into());
         self
     }
 }
@@ -96,6 +119,8 @@ pub(crate) struct Mount {
     renames: HashMap<String, String>,
     /// Exposed name (before the prefix) → child-level name.
     reverse: HashMap<String, String>,
+    /// What a caller needs to use anything through this mount.
+    pub(crate) requirement: Requirement,
 }
 
 impl Mount {
@@ -114,6 +139,7 @@ impl Mount {
             namespace: options.namespace,
             renames,
             reverse,
+            requirement: options.requirement,
         })
     }
 

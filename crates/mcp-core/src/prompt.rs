@@ -38,6 +38,7 @@ use mcp_types::{
 };
 use serde_json::Value;
 
+use crate::auth::Requirement;
 use crate::{
     BoxFuture, Context, HandlerFn, Outcome, Server, ToolError, extract::CallParts,
     registry::Registered, version::Version,
@@ -139,6 +140,7 @@ pub struct PromptDef {
     pub(crate) input_schema: JsonObject,
     pub(crate) arguments: Option<Vec<PromptArgument>>,
     pub(crate) render: Arc<RenderFn>,
+    pub(crate) requirement: Requirement,
 }
 
 impl PromptDef {
@@ -164,6 +166,7 @@ impl PromptDef {
             icons: None,
             meta: None,
             tags: BTreeSet::new(),
+            requirement: Requirement::none(),
             version: None,
             input_schema: H::input_schema(),
             arguments: None,
@@ -217,6 +220,7 @@ pub(crate) struct RegisteredPrompt {
     pub(crate) listing: Prompt,
     pub(crate) input_schema: Arc<JsonObject>,
     pub(crate) render: Arc<RenderFn>,
+    pub(crate) requirement: Requirement,
 }
 
 impl RegisteredPrompt {
@@ -240,6 +244,7 @@ impl RegisteredPrompt {
             listing,
             input_schema: Arc::new(def.input_schema),
             render: def.render,
+            requirement: def.requirement,
         }
     }
 

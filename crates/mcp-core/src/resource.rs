@@ -43,6 +43,7 @@ use mcp_types::{
 };
 use serde::Serialize;
 
+use crate::auth::Requirement;
 use crate::{
     BoxFuture, Bytes, Context, HandlerFn, Json, Outcome, Server, ToolError, extract::CallParts,
     registry::Registered, uri_template::UriTemplate, version::Version,
@@ -246,6 +247,7 @@ pub struct ResourceDef {
     pub(crate) version: Option<String>,
     pub(crate) input_schema: JsonObject,
     pub(crate) read: Arc<ReadFn>,
+    pub(crate) requirement: Requirement,
 }
 
 impl ResourceDef {
@@ -281,6 +283,7 @@ impl ResourceDef {
             version: None,
             input_schema: H::input_schema(),
             read: Arc::new(read),
+            requirement: Requirement::none(),
         }
     }
 
@@ -365,6 +368,7 @@ pub(crate) struct ResourceCore {
     pub(crate) version: Option<Version>,
     pub(crate) input_schema: Arc<JsonObject>,
     pub(crate) read: Arc<ReadFn>,
+    pub(crate) requirement: Requirement,
 }
 
 impl ResourceCore {
@@ -384,6 +388,7 @@ impl ResourceCore {
             version,
             input_schema: Arc::new(def.input_schema),
             read: def.read,
+            requirement: def.requirement,
         };
         (core, def.size)
     }

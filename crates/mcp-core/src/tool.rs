@@ -13,6 +13,7 @@ use std::{
 
 use mcp_types::{Icon, JsonObject, MetaObject, TaskSupport, Tool, ToolAnnotations, ToolDescriptor};
 
+use crate::auth::Requirement;
 use crate::{
     Server,
     handler::{DynInvoke, Handler, Invoke, ToolHandler, TypedInvoke},
@@ -173,6 +174,7 @@ pub struct ToolDef {
     pub(crate) wrapped: bool,
     pub(crate) timeout: Option<Duration>,
     pub(crate) invoke: Box<dyn Invoke>,
+    pub(crate) requirement: Requirement,
 }
 
 impl ToolDef {
@@ -237,6 +239,7 @@ impl ToolDef {
             title: None,
             description: None,
             tags: BTreeSet::new(),
+            requirement: Requirement::none(),
             annotations: None,
             icons: None,
             meta: None,
@@ -350,6 +353,8 @@ pub(crate) struct RegisteredTool {
     pub(crate) invoke: Box<dyn Invoke>,
     /// The owning server's strict-validation switch.
     pub(crate) strict: Arc<AtomicBool>,
+    /// Who may call it.
+    pub(crate) requirement: Requirement,
 }
 
 impl RegisteredTool {
@@ -369,6 +374,7 @@ impl RegisteredTool {
             wrapped,
             timeout,
             invoke,
+            requirement,
         } = def;
         let input_schema = Arc::new(input_schema);
         let mut tool = Tool::new_with_raw(
@@ -394,6 +400,7 @@ impl RegisteredTool {
             timeout,
             invoke,
             strict,
+            requirement,
         }
     }
 }

@@ -9,7 +9,7 @@ use mcp_types::ErrorData;
 
 use super::{Server, Visibility};
 use crate::{
-    BoxFuture, Context, ListPrompts, ListResourceTemplates, ListResources, ListTools, Message,
+    BoxFuture, Context, ListPrompts, auth::Requirement, ListResourceTemplates, ListResources, ListTools, Message,
     PromptInfo, Reply, ResourceInfo, TemplateInfo, ToolInfo, middleware::run_chain, mount::Mount,
     version::Version,
 };
@@ -31,6 +31,8 @@ pub(crate) trait Listed: Sized + Send + 'static {
     fn key(&self) -> &str;
     fn tags(&self) -> &BTreeSet<String>;
     fn version(&self) -> Option<&Version>;
+    /// Who may use it.
+    fn requirement(&self) -> &Requirement;
 }
 
 impl Server {
@@ -79,12 +81,23 @@ impl Server {
         run_middleware: bool,
     ) -> Result<Vec<L>, ErrorData> {
         let visibility: Arc<Visibility> = self.inner.visibility.load_full();
+        // What the caller may not use is left out (per caller: no list_changed for it).
+        let matcher = (self.is_guarded() && cx.root().hides_unauthorized())
+            .then(|| cx.root().matcher());
+        let usable = |requirement: &Requirement| {
+            matcher
+                .as_ref()
+                .is_none_or(|m| Self::caller_meets(cx, m, requirement))
+        };
         let mut listed: Vec<L> = L::local(self)
             .into_iter()
-            .filter(|c| visibility.allows(c.key(), c.tags()))
+            .filter(|c| visibility.allows(c.key(), c.tags()) && usable(c.requirement()))
             .collect();
         let mounts = self.inner.mounts.load_full();
         for mount in mounts.iter() {
+            if !usable(&mount.requirement) {
+                continue;
+            }
             let child = &mount.child;
             match child
                 .list_of::<L>(cx.for_server(child), run_middleware)
@@ -178,6 +191,9 @@ impl Listed for ToolInfo {
     fn version(&self) -> Option<&Version> {
         self.tool.version.as_ref()
     }
+    fn requirement(&self) -> &Requirement {
+        &self.tool.requirement
+    }
 }
 
 impl Listed for ResourceInfo {
@@ -225,6 +241,9 @@ impl Listed for ResourceInfo {
     }
     fn version(&self) -> Option<&Version> {
         self.resource.core.version.as_ref()
+    }
+    fn requirement(&self) -> &Requirement {
+        &self.resource.core.requirement
     }
 }
 
@@ -275,6 +294,9 @@ impl Listed for TemplateInfo {
     fn version(&self) -> Option<&Version> {
         self.registered.core.version.as_ref()
     }
+    fn requirement(&self) -> &Requirement {
+        &self.registered.core.requirement
+    }
 }
 
 impl Listed for PromptInfo {
@@ -322,5 +344,8 @@ impl Listed for PromptInfo {
     }
     fn version(&self) -> Option<&Version> {
         self.prompt.version.as_ref()
+    }
+    fn requirement(&self) -> &Requirement {
+        &self.prompt.requirement
     }
 }

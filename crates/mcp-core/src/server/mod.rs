@@ -11,6 +11,7 @@ use std::{
     time::Duration,
 };
 
+mod access;
 mod changes;
 mod listing;
 mod prompts;
@@ -108,6 +109,13 @@ struct ServerInner {
     changes: tokio::sync::broadcast::Sender<ListKind>,
     /// The servers this one is mounted in (weak: parents own their children).
     parents: Mutex<Vec<std::sync::Weak<ServerInner>>>,
+    /// Decides whether a granted scope covers a required one; `None` is the parent's, or
+    /// exact matching.
+    scope_matcher: arc_swap::ArcSwapOption<Box<dyn crate::auth::ScopeMatcher>>,
+    /// Whether listings leave out what the caller may not use.
+    hide_unauthorized: AtomicBool,
+    /// Whether anything in this tree has a requirement (see `access`).
+    guarded: AtomicBool,
 }
 
 #[derive(Default, Clone)]
@@ -145,6 +153,8 @@ pub(crate) enum Route {
 pub(crate) struct Resolved {
     pub(crate) tool: Arc<RegisteredTool>,
     pub(crate) route: Route,
+    /// The mounts with a requirement on the way to it.
+    pub(crate) gates: access::Gates,
 }
 
 /// An in-process `tools/call`, for tests and extensions.
@@ -349,6 +359,9 @@ impl Server {
                 changes: tokio::sync::broadcast::channel(changes::CHANNEL_CAPACITY).0,
                 seal: ArcSwap::from_pointee(crate::request_state::StateSeal::random()),
                 parents: Mutex::default(),
+                scope_matcher: arc_swap::ArcSwapOption::empty(),
+                hide_unauthorized: AtomicBool::new(true),
+                guarded: AtomicBool::new(false),
             }),
         }
     }
@@ -554,23 +567,6 @@ impl Server {
         self
     }
 
-    /// Whether `principal` may perform `operation` on this server, decided before dispatch
-    /// (the HTTP resource server answers 403 with the scopes it names).
-    ///
-    /// ```
-    /// use mcp_core::{Server, auth::{Access, Operation}};
-    /// let server = Server::new("s");
-    /// assert_eq!(server.authorize(None, Operation::Other("tools/list")), Access::Allowed);
-    /// ```
-    pub fn authorize(
-        &self,
-        _principal: Option<&crate::auth::Principal>,
-        _operation: crate::auth::Operation<'_>,
-    ) -> crate::auth::Access {
-        // Filled in by the component requirements.
-        crate::auth::Access::Allowed
-    }
-
     /// Whether `other` is this very server (not a copy).
     ///
     /// ```
@@ -624,8 +620,12 @@ impl Server {
             version,
             Arc::clone(&self.inner.strict_input_validation),
         ));
+        let guarded = !tool.requirement.is_none();
 
         self.update(&self.inner.tools, |tools| tools.insert(tool, self.name()))?;
+        if guarded {
+            self.mark_guarded();
+        }
         self.announce(ListKind::Tools);
         Ok(())
     }
@@ -683,12 +683,16 @@ impl Server {
             });
         }
         let mount = Arc::new(Mount::new(child.clone(), options.into())?);
+        let guarded = !mount.requirement.is_none();
         let _write = lock(&self.inner.write);
         let mut mounts = Vec::clone(&self.inner.mounts.load());
         mounts.push(mount);
         self.inner.mounts.store(Arc::new(mounts));
         drop(_write);
         child.add_parent(self);
+        if guarded || child.is_guarded() {
+            self.mark_guarded();
+        }
         for kind in ListKind::ALL {
             self.announce(kind);
         }
@@ -1064,6 +1068,7 @@ impl Server {
             .map(|tool| Resolved {
                 tool: Arc::clone(tool),
                 route: Route::Local,
+                gates: Vec::new(),
             });
         let visible_here =
             |tool: &RegisteredTool| visibility.allows(name, &tool.tags) && visible(tool);
@@ -1084,6 +1089,7 @@ impl Server {
                         child: mount.child.clone(),
                         child_name: child_name.to_owned(),
                     },
+                    gates: access::through(mount, found.gates),
                 });
             }
         }
@@ -1214,6 +1220,9 @@ impl Server {
         call: CallTool,
     ) -> BoxFuture<'_, Result<CallToolResponse, ErrorData>> {
         if !call.run_middleware {
+            if let Err(denied) = self.check_call(&call) {
+                return Box::pin(std::future::ready(Err(denied)));
+            }
             return Box::pin(self.call_resolved(call));
         }
         let chain = self.inner.middleware.load_full();
@@ -1231,8 +1240,9 @@ impl Server {
         })
     }
 
-    /// After the middleware: the extension interceptors, then the tool.
+    /// After the middleware: the access check, the extension interceptors, then the tool.
     async fn call_endpoint(&self, call: CallTool) -> Result<CallToolResponse, ErrorData> {
+        self.check_call(&call)?;
         let extensions = self.inner.extensions.load_full();
         if extensions.is_empty() {
             self.call_resolved(call).await
@@ -1259,7 +1269,7 @@ impl Server {
             cx,
             run_middleware,
         } = call;
-        let Some(Resolved { tool, route }) = self.resolve(&name, version.as_ref()) else {
+        let Some(Resolved { tool, route, .. }) = self.resolve(&name, version.as_ref()) else {
             return Err(unknown_tool(&name));
         };
         match route {

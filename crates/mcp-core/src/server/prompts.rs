@@ -85,7 +85,11 @@ impl Server {
         }
         let version = self.parse_version("prompt", &def.name, def.version.as_deref())?;
         let prompt = Arc::new(RegisteredPrompt::new(def, version));
+        let guarded = !prompt.requirement.is_none();
         self.update(&self.inner.prompts, |p| p.insert(prompt, self.name()))?;
+        if guarded {
+            self.mark_guarded();
+        }
         self.announce(ListKind::Prompts);
         Ok(())
     }
@@ -127,8 +131,21 @@ impl Server {
     /// # });
     /// ```
     pub async fn list_prompts(&self) -> Result<Vec<PromptInfo>, ErrorData> {
-        self.list_of(Context::new(self.clone(), RequestScope::new()), true)
-            .await
+        self.list_prompts_in(RequestScope::new()).await
+    }
+
+    /// [`list_prompts`](Self::list_prompts) within a request scope (a caller's principal,
+    /// say).
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let s = mcp_core::Server::new("s");
+    /// s.add_prompt(mcp_core::PromptDef::new("p", || async { "x" }).requires(["admin"])).unwrap();
+    /// assert!(s.list_prompts_in(mcp_core::RequestScope::new()).await.unwrap().is_empty());
+    /// # });
+    /// ```
+    pub async fn list_prompts_in(&self, scope: RequestScope) -> Result<Vec<PromptInfo>, ErrorData> {
+        self.list_of(Context::new(self.clone(), scope), true).await
     }
 
     /// The prompt `name` as this server would render it, without running anything.
@@ -139,7 +156,7 @@ impl Server {
     /// assert_eq!(s.get_prompt_info("hello", None).unwrap().owner().name(), "s");
     /// ```
     pub fn get_prompt_info(&self, name: &str, version: Option<&VersionSpec>) -> Option<PromptInfo> {
-        let (prompt, route) = self.resolve_prompt(name, version, &|_, _| true)?;
+        let (prompt, route, _) = self.resolve_prompt(name, version, &|_, _| true)?;
         let name: Arc<str> = Arc::from(name);
         Some(match route {
             Route::Local => PromptInfo {
@@ -233,10 +250,14 @@ impl Server {
             cx,
             run_middleware,
         } = get;
-        let Some((prompt, route)) = self.resolve_prompt(&name, version.as_ref(), &|_, _| true)
+        let Some((prompt, route, gates)) =
+            self.resolve_prompt(&name, version.as_ref(), &|_, _| true)
         else {
             return Err(unknown_prompt(&name));
         };
+        Self::check_access(&cx, &gates, &prompt.requirement, "prompt", &name, || {
+            unknown_prompt(&name)
+        })?;
         match route {
             Route::Local => super::guarded(|| prompt.render(cx, arguments))
                 .await
@@ -255,12 +276,12 @@ impl Server {
     }
 
     /// Resolves `name` at this server, skipping prompts an enclosing server hides.
-    fn resolve_prompt(
+    pub(crate) fn resolve_prompt(
         &self,
         name: &str,
         spec: Option<&VersionSpec>,
         visible: &dyn Fn(&str, &BTreeSet<String>) -> bool,
-    ) -> Option<(Arc<RegisteredPrompt>, Route)> {
+    ) -> Option<(Arc<RegisteredPrompt>, Route, super::access::Gates)> {
         let visibility = self.inner.visibility.load();
         let shown =
             |at: &str, tags: &BTreeSet<String>| visibility.allows(at, tags) && visible(at, tags);
@@ -271,18 +292,19 @@ impl Server {
             .versions(name)
             .iter()
             .find(|p| spec.is_none_or(|s| s.matches(p.version())) && shown(name, p.tags()))
-            .map(|p| (Arc::clone(p), Route::Local));
+            .map(|p| (Arc::clone(p), Route::Local, Vec::new()));
         for mount in self.inner.mounts.load().iter() {
             let Some(child_name) = mount.child_prompt(name) else {
                 continue;
             };
             let outer = |at: &str, tags: &BTreeSet<String>| shown(&mount.exposed_prompt(at), tags);
-            let Some((found, _)) = mount.child.resolve_prompt(child_name, spec, &outer) else {
+            let Some((found, _, inner)) = mount.child.resolve_prompt(child_name, spec, &outer)
+            else {
                 continue;
             };
             if best
                 .as_ref()
-                .is_none_or(|(b, _)| found.version() > b.version())
+                .is_none_or(|(b, _, _)| found.version() > b.version())
             {
                 best = Some((
                     found,
@@ -290,6 +312,7 @@ impl Server {
                         child: mount.child.clone(),
                         child_name: child_name.to_owned(),
                     },
+                    super::access::through(mount, inner),
                 ));
             }
         }

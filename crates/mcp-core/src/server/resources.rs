@@ -35,11 +35,20 @@ impl ResourceHit {
             ResourceHit::Template(t, _) => t.version(),
         }
     }
+
+    pub(crate) fn requirement(&self) -> &crate::auth::Requirement {
+        match self {
+            ResourceHit::Resource(r) => &r.core.requirement,
+            ResourceHit::Template(t, _) => &t.core.requirement,
+        }
+    }
 }
 
 pub(crate) struct ResolvedRead {
-    hit: ResourceHit,
+    pub(crate) hit: ResourceHit,
     route: Route,
+    /// The mounts with a requirement on the way to it.
+    pub(crate) gates: super::access::Gates,
 }
 
 /// An in-process `resources/read`, with every option.
@@ -110,9 +119,13 @@ impl Server {
     /// ```
     pub fn add_resource(&self, def: ResourceDef) -> Result<(), ServerError> {
         let version = self.parse_version("resource", &def.uri, def.version.as_deref())?;
+        let guarded = !def.requirement.is_none();
         if !def.uri.contains('{') {
             let resource = Arc::new(RegisteredResource::new(def, version));
             self.update(&self.inner.resources, |r| r.insert(resource, self.name()))?;
+            if guarded {
+                self.mark_guarded();
+            }
             self.announce(ListKind::Resources);
             return Ok(());
         }
@@ -140,6 +153,9 @@ impl Server {
         }
         let registered = Arc::new(RegisteredTemplate::new(def, template, version));
         self.update(&self.inner.templates, |t| t.insert(registered, self.name()))?;
+        if guarded {
+            self.mark_guarded();
+        }
         self.announce(ListKind::Resources);
         Ok(())
     }
@@ -188,8 +204,24 @@ impl Server {
     /// # });
     /// ```
     pub async fn list_resources(&self) -> Result<Vec<ResourceInfo>, ErrorData> {
-        self.list_of(Context::new(self.clone(), RequestScope::new()), true)
-            .await
+        self.list_resources_in(RequestScope::new()).await
+    }
+
+    /// [`list_resources`](Self::list_resources) within a request scope (a caller's
+    /// principal, say).
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let s = mcp_core::Server::new("s");
+    /// s.add_resource(mcp_core::ResourceDef::new("data://secret", || async { "x" }).requires(["admin"])).unwrap();
+    /// assert!(s.list_resources_in(mcp_core::RequestScope::new()).await.unwrap().is_empty());
+    /// # });
+    /// ```
+    pub async fn list_resources_in(
+        &self,
+        scope: RequestScope,
+    ) -> Result<Vec<ResourceInfo>, ErrorData> {
+        self.list_of(Context::new(self.clone(), scope), true).await
     }
 
     /// Every visible resource template, all versions, through middleware (B06, B15).
@@ -201,8 +233,23 @@ impl Server {
     /// # });
     /// ```
     pub async fn list_resource_templates(&self) -> Result<Vec<TemplateInfo>, ErrorData> {
-        self.list_of(Context::new(self.clone(), RequestScope::new()), true)
-            .await
+        self.list_resource_templates_in(RequestScope::new()).await
+    }
+
+    /// [`list_resource_templates`](Self::list_resource_templates) within a request scope.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let s = mcp_core::Server::new("s");
+    /// let listed = s.list_resource_templates_in(mcp_core::RequestScope::new()).await.unwrap();
+    /// assert!(listed.is_empty());
+    /// # });
+    /// ```
+    pub async fn list_resource_templates_in(
+        &self,
+        scope: RequestScope,
+    ) -> Result<Vec<TemplateInfo>, ErrorData> {
+        self.list_of(Context::new(self.clone(), scope), true).await
     }
 
     /// Reads `uri` in process, through middleware, like a client would. An unknown URI is
@@ -282,11 +329,14 @@ impl Server {
             cx,
             run_middleware,
         } = read;
-        let Some(ResolvedRead { hit, route }) =
+        let Some(ResolvedRead { hit, route, gates }) =
             self.resolve_resource(&uri, version.as_ref(), &|_, _| true)
         else {
             return Err(unknown_resource(&uri));
         };
+        Self::check_access(&cx, &gates, hit.requirement(), "resource", &uri, || {
+            unknown_resource(&uri)
+        })?;
         match route {
             Route::Local => {
                 let (core, params) = match &hit {
@@ -312,7 +362,7 @@ impl Server {
 
     /// Resolves `uri` at this server, skipping components an enclosing server hides
     /// (`visible(uri at that level, tags)`).
-    fn resolve_resource(
+    pub(crate) fn resolve_resource(
         &self,
         uri: &str,
         spec: Option<&VersionSpec>,
@@ -335,6 +385,7 @@ impl Server {
         let mut best = best.map(|hit| ResolvedRead {
             hit,
             route: Route::Local,
+            gates: Vec::new(),
         });
         let visible_here =
             |at: &str, tags: &BTreeSet<String>| visibility.allows(at, tags) && visible(at, tags);
@@ -357,6 +408,7 @@ impl Server {
                         child: mount.child.clone(),
                         child_name: child_uri,
                     },
+                    gates: super::access::through(mount, found.gates),
                 });
             }
         }
