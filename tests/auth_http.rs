@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use mcpkit::{
-    Context, HttpConfig, HttpServer, Server, ToolDef,
+    Context, HttpConfig, HttpServer, MountOptions, Server, ToolDef,
     auth::{
         Principal, ResourceServer,
         verify::{TokenVerifier, Verified, VerifyError},
@@ -76,6 +76,17 @@ impl Served {
         server
             .add_tool(ToolDef::new("whoami", whoami))
             .expect("tool");
+        // A child that needs `child`, with a tool that also needs `write`.
+        let child = Server::new("child");
+        child
+            .add_tool(ToolDef::new("echo", whoami))
+            .expect("child tool");
+        child
+            .add_tool(ToolDef::new("erase", whoami).requires(["write"]))
+            .expect("child tool");
+        server
+            .mount(&child, MountOptions::new().namespace("child").requires(["child"]))
+            .expect("mount");
         let http = HttpServer::bind(
             server,
             format!("127.0.0.1:{port}"),
@@ -384,6 +395,99 @@ async fn au9_the_verified_principal_reaches_the_tool() {
         answer["result"]["content"][0]["text"], "app:alice",
         "{answer}"
     );
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn au7_insufficient_scope_gets_403_naming_every_scope_the_operation_needs() {
+    let served = Served::start(None).await;
+    let call = |name: &str| json!({"name": name, "arguments": {}});
+    // alice has only `read`: the mount's scope is missing.
+    let response = served
+        .post(Some("alice"), "tools/call", call("child_echo"))
+        .await;
+    assert_eq!(response.status(), 403);
+    let challenge = challenge(&response);
+    assert!(challenge.contains("error=\"insufficient_scope\""), "{challenge}");
+    assert!(challenge.contains("scope=\"child\""), "{challenge}");
+    assert!(challenge.contains("resource_metadata=\""), "{challenge}");
+    let body: Value = response.json().await.expect("JSON");
+    assert_eq!(body["id"], 1, "the error answers the request: {body}");
+    // Mount and tool together, in one challenge.
+    let response = served
+        .post(Some("alice"), "tools/call", call("child_erase"))
+        .await;
+    assert_eq!(response.status(), 403);
+    assert!(
+        crate::challenge(&response).contains("scope=\"child write\""),
+        "{}",
+        crate::challenge(&response)
+    );
+    // bob has `child`: the echo runs, the eraser still needs `write`.
+    let response = served.post(Some("bob"), "tools/call", call("child_echo")).await;
+    assert_eq!(response.status(), 200);
+    let response = served.post(Some("bob"), "tools/call", call("child_erase")).await;
+    assert_eq!(response.status(), 403);
+    assert!(crate::challenge(&response).contains("scope=\"child write\""));
+    // The root's tool needs only a valid token.
+    let response = served.post(Some("alice"), "tools/call", call("whoami")).await;
+    assert_eq!(response.status(), 200);
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn au7_the_2025_wire_is_authorized_from_the_body() {
+    let served = Served::start(None).await;
+    let session = served.initialize_2025("alice").await;
+    let response = served
+        .client
+        .post(&served.url)
+        .bearer_auth("alice")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(
+            json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                   "params": {"name": "child_echo", "arguments": {}}})
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(response.status(), 403);
+    assert!(challenge(&response).contains("scope=\"child\""));
+    served.stop().await;
+}
+
+#[tokio::test]
+async fn au18_what_a_caller_may_not_use_is_left_out_of_its_listing() {
+    let served = Served::start(None).await;
+    let names = |answer: &Value| -> Vec<String> {
+        answer["result"]["tools"]
+            .as_array()
+            .map(|tools| {
+                tools
+                    .iter()
+                    .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let alice: Value = served
+        .post(Some("alice"), "tools/list", json!({}))
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(names(&alice), ["whoami"], "{alice}");
+    let bob: Value = served
+        .post(Some("bob"), "tools/list", json!({}))
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(names(&bob), ["whoami", "child_echo"], "{bob}");
     served.stop().await;
 }
 
