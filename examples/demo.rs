@@ -8,7 +8,15 @@
 //! # Several processes on one Redis (build with `--features redis`):
 //! cargo run --features redis --example demo -- --http 127.0.0.1:8000 --tasks-url redis://127.0.0.1:6379/0 --no-worker
 //! cargo run --features redis --example demo -- worker --tasks-url redis://127.0.0.1:6379/0
+//! # OAuth: bearer tokens from an issuer, for this audience (this server's URL):
+//! cargo run --example demo -- --http 127.0.0.1:8000 \
+//!     --auth-issuer http://127.0.0.1:9000 --auth-audience http://127.0.0.1:8000/mcp
 //! ```
+//!
+//! With `--auth-issuer` and `--auth-audience` (or `MCP_AUTH_ISSUER` and `MCP_AUTH_AUDIENCE`)
+//! the HTTP endpoint is an OAuth 2.1 resource server: every request needs a JWT access
+//! token from that issuer (keys from its discovery document) whose audience is this server;
+//! the root's tools need nothing more, and the mounted child needs the scope `child`.
 //!
 //! | tool | what | task |
 //! |---|---|---|
@@ -38,8 +46,12 @@ use std::{net::SocketAddr, time::Duration};
 
 use clap::{Parser, Subcommand};
 use mcpkit::{
-    Args, Context, HttpConfig, HttpServer, InputRequired, Json, LogLevel, Outcome, PromptDef,
-    ResourceDef, Server, ServerError, StdioConfig, ToolDef, ToolError,
+    Args, Context, HttpConfig, HttpServer, InputRequired, Json, LogLevel, MountOptions, Outcome,
+    PromptDef, ResourceDef, Server, ServerError, StdioConfig, ToolDef, ToolError,
+    auth::{
+        ResourceServer,
+        verify::{CachedVerifier, JwtVerifier},
+    },
     tasks::{TasksConfig, TasksExtension, Worker},
     types::{InputRequest, TaskSupport},
 };
@@ -64,6 +76,25 @@ struct Cli {
     /// Serve without an embedded worker: tasks run in `worker` processes.
     #[arg(long)]
     no_worker: bool,
+    /// On HTTP: accept only bearer tokens (JWT) from this OAuth issuer, with the keys of its
+    /// discovery document. Needs --auth-audience.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "MCP_AUTH_ISSUER",
+        requires = "auth_audience",
+        requires = "http"
+    )]
+    auth_issuer: Option<String>,
+    /// On HTTP: this server's canonical URL as clients reach it (the tokens' audience and
+    /// the base of the advertised metadata), such as https://mcp.example.com/mcp.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "MCP_AUTH_AUDIENCE",
+        requires = "auth_issuer"
+    )]
+    auth_audience: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -224,7 +255,7 @@ async fn greet(Args(Greeting { name, style }): Args<Greeting>) -> String {
 /// The demo tree, with the tasks extension on the root. Task modes: `parent_tool`,
 /// `sleep_task` and `child_multiply` optional; `required_task` required; `add` and
 /// `child_echo` forbidden.
-fn demo_server(config: TasksConfig) -> Result<Server, ServerError> {
+fn demo_server(config: TasksConfig, auth: bool) -> Result<Server, ServerError> {
     let child = Server::new("child");
     child.add_tool(
         ToolDef::new("multiply", multiply)
@@ -271,7 +302,16 @@ fn demo_server(config: TasksConfig) -> Result<Server, ServerError> {
             .description("What this demo serves")
             .mime_type("text/markdown"),
     )?;
-    parent.mount(&child, "child")?;
+    let mount = MountOptions::new().namespace("child");
+    // With OAuth on, the whole child needs the scope `child`.
+    parent.mount(
+        &child,
+        if auth {
+            mount.requires(["child"])
+        } else {
+            mount
+        },
+    )?;
     add_distributed_demo_tools(&parent)?;
     parent.add_extension(TasksExtension::with_config(config))?;
     Ok(parent)
@@ -300,7 +340,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         if let Some(concurrency) = concurrency {
             config = config.with_concurrency(concurrency);
         }
-        let worker = Worker::from_config(demo_server(config.clone())?, &config).await?;
+        let worker = Worker::from_config(demo_server(config.clone(), false)?, &config).await?;
         eprintln!(
             "worker {} running tasks from {}",
             worker.id().as_str(),
@@ -309,10 +349,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         worker.run_until_signal().await;
         return Ok(());
     }
-    let server = demo_server(config)?;
+    let auth = cli.auth_issuer.zip(cli.auth_audience);
+    let server = demo_server(config, auth.is_some())?;
     match cli.http {
         Some(addr) => {
-            let http = HttpServer::bind(server, addr, HttpConfig::new()).await?;
+            let mut http_config = HttpConfig::new();
+            if let Some((issuer, audience)) = auth {
+                http_config = http_config.auth(resource_server(&issuer, &audience)?);
+                eprintln!("OAuth: tokens from {issuer} for {audience}");
+            }
+            let http = HttpServer::bind(server, addr, http_config).await?;
             eprintln!("listening on http://{}/mcp", http.local_addr());
             http.run_until(async {
                 let _ = tokio::signal::ctrl_c().await;
@@ -329,6 +375,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     Ok(())
+}
+
+/// The resource server of `--auth-issuer`/`--auth-audience`: JWTs from `issuer` (keys from
+/// its discovery document) for `audience`, verified once per token and then cached.
+fn resource_server(
+    issuer: &str,
+    audience: &str,
+) -> Result<ResourceServer, Box<dyn std::error::Error>> {
+    let verifier = JwtVerifier::builder(issuer).audience(audience).build()?;
+    Ok(ResourceServer::new(audience, CachedVerifier::new(verifier))?
+        .authorization_server(issuer)?
+        .scopes_supported(["child"])
+        .resource_name("mcpkit demo"))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Smoke test with the MCP Inspector CLI (@modelcontextprotocol/inspector-cli, pinned in
 # package.json here): lists the demo's tools and calls `add` over stdio and over
-# Streamable HTTP, checking the answers. Builds the demo first.
+# Streamable HTTP, checking the answers; then, with OAuth on (the local authorization server
+# of .ci/auth-server), reaches the demo with a bearer token in `--header`. Builds the demo
+# first.
 
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -42,5 +44,19 @@ for transport in stdio http; do
     added=$(inspector "${target[@]}" --method tools/call --tool-name add --tool-arg a=2 b=3)
     check "$transport tools/call add" "$added" '"result": 5'
 done
-echo "$((4 - FAILED)) passed, $FAILED failed"
+
+# OAuth: the demo's audience is its own URL, so its port is chosen first.
+interop_auth_server
+port=$(interop_free_port)
+audience="http://127.0.0.1:$port/mcp"
+interop_serve "$DEMO" --http "127.0.0.1:$port" --auth-issuer "$AUTH_ISSUER" --auth-audience "$audience"
+token=$(interop_token "$audience" child)
+authed=("$SERVER_URL" --transport http --header "Authorization: Bearer $token")
+tools=$(inspector "${authed[@]}" --method tools/list)
+check "http+oauth tools/list" "$tools" '"name": "child_multiply"'
+multiplied=$(inspector "${authed[@]}" --method tools/call --tool-name child_multiply --tool-arg a=6 b=7)
+check "http+oauth tools/call child_multiply" "$multiplied" '"result": 42'
+refused=$(inspector "$SERVER_URL" --transport http --method tools/list 2>&1 || true)
+check "http+oauth without a token" "$refused" '401|[Uu]nauthorized'
+echo "$((7 - FAILED)) passed, $FAILED failed"
 ((FAILED == 0))

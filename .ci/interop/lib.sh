@@ -97,3 +97,38 @@ interop_serve() {
     done
     echo "serving $SERVER_URL ($1, pid $pid)"
 }
+
+# interop_auth_server: starts the local OAuth authorization server (.ci/auth-server, installed
+# into target/auth-server by .ci/setup) on a free port and waits (at most 30 s) for its
+# `listening URL` line. Sets AUTH_ISSUER. Stopped with the other servers.
+interop_auth_server() {
+    [[ -d "$INTEROP_ROOT/target/auth-server/node_modules/oidc-provider" ]] ||
+        interop_die "the authorization server is not installed: run .ci/setup"
+    local log
+    log=$(mktemp)
+    PORT=0 node "$INTEROP_ROOT/.ci/auth-server/server.mjs" >"$log" 2>"$log.err" &
+    INTEROP_PIDS+=("$!")
+    local pid=$! deadline=$((SECONDS + 30))
+    AUTH_ISSUER=""
+    while [[ -z "$AUTH_ISSUER" ]]; do
+        AUTH_ISSUER=$(sed -n 's/^listening //p' "$log")
+        if [[ -n "$AUTH_ISSUER" ]]; then break; fi
+        kill -0 "$pid" 2>/dev/null || interop_die "the authorization server exited: $(cat "$log.err")"
+        ((SECONDS < deadline)) || interop_die "the authorization server did not start within 30 s"
+        # Polling a log file the server writes: there is no event to wait on.
+        sleep 0.1
+    done
+    echo "authorization server $AUTH_ISSUER (pid $pid)"
+}
+
+# interop_token RESOURCE SCOPE: a client-credentials JWT for client-a from AUTH_ISSUER.
+interop_token() {
+    curl -fsS -u client-a:secret-a -d grant_type=client_credentials \
+        --data-urlencode "resource=$1" --data-urlencode "scope=$2" "$AUTH_ISSUER/token" |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["access_token"])'
+}
+
+# interop_free_port: a TCP port free on 127.0.0.1 right now.
+interop_free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}

@@ -1,25 +1,35 @@
 #!/usr/bin/env python3
 """FastMCP's Python client (fastmcp 4.1 with fastmcp-tasks) against the mcpkit demo server.
 
-    fastmcp_client.py DEMO_BINARY
+    fastmcp_client.py DEMO_BINARY AUTH_ISSUER
 
 Drives the demo over stdio (the client spawns it) and over Streamable HTTP (this script
 spawns `DEMO_BINARY --http 127.0.0.1:0` and reads its URL from stderr): listing, plain
 calls, a task call the client resolves transparently, a raw task handle polled to
 completion, an input round inside a task, cancel, -32021 for `required_task` from a client
-that did not opt in to tasks, and a legacy (2025-11-25) connection. Prints one line per
+that did not opt in to tasks, and a legacy (2025-11-25) connection. Then, against the demo
+with OAuth on (`--auth-issuer AUTH_ISSUER`, the local authorization server of
+.ci/auth-server that .ci/interop/fastmcp.sh starts): a static bearer token, no token (401),
+FastMCP's client-credentials provider discovering the authorization server from the demo's
+RFC 9728 metadata, and its step-up after a 403 for the child's scope. Prints one line per
 check and ends with `N passed, M failed`; exits 1 if any check failed. Run by
 .ci/interop/fastmcp.sh.
 """
 
 import asyncio
+import base64
+import json
 import os
+import socket
 import subprocess
 import sys
 import time
 import traceback
+import urllib.parse
+import urllib.request
 
 from fastmcp import Client
+from fastmcp.client.auth import ClientCredentialsOAuthProvider
 from fastmcp.client.elicitation import ElicitResult
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 from fastmcp.exceptions import ToolError
@@ -174,16 +184,102 @@ CHECKS = [listing, plain_calls, transparent_task, raw_task_handle, cancel,
 # ---- transports ----------------------------------------------------------------------------
 
 
-class HttpDemo:
-    """The demo serving HTTP on a free port; its URL comes from its first stderr line."""
+# ---- OAuth: the demo as a resource server ----------------------------------------------------
 
-    def __init__(self, binary):
+#: A client of the local authorization server (.ci/auth-server/server.mjs).
+CLIENT_ID, CLIENT_SECRET = "client-a", "secret-a"
+
+
+def fetch_token(issuer, resource, scope):
+    """A client-credentials JWT from the local authorization server for `resource`."""
+    body = urllib.parse.urlencode(
+        {"grant_type": "client_credentials", "resource": resource, "scope": scope}).encode()
+    basic = base64.b64encode(f"{CLIENT_ID}:{CLIENT_SECRET}".encode()).decode()
+    request = urllib.request.Request(
+        f"{issuer}/token", data=body,
+        headers={"Authorization": f"Basic {basic}",
+                 "Content-Type": "application/x-www-form-urlencoded"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)["access_token"]
+
+
+def tool_names(tools):
+    return {t.name for t in tools}
+
+
+async def auth_static_bearer(url, issuer):
+    token = fetch_token(issuer, url, "child")
+    async with client(StreamableHttpTransport(url, auth=token)) as c:
+        names = tool_names(await c.list_tools())
+        expect({"add", "child_multiply", "child_echo"} <= names, sorted(names))
+        expect(structured(await c.call_tool("child_multiply", {"a": 6, "b": 7})) == 42, "mul")
+        # A task runs as the caller, and only the caller polls it.
+        expect(structured(await c.call_tool("parent_tool", {"value": 4})) == 40, "task")
+
+
+async def auth_scope_narrows_the_listing(url, issuer):
+    token = fetch_token(issuer, url, "")
+    async with client(StreamableHttpTransport(url, auth=token)) as c:
+        names = tool_names(await c.list_tools())
+        expect("add" in names and "child_multiply" not in names, sorted(names))
+        expect(structured(await c.call_tool("add", {"a": 2, "b": 3})) == 5, "add")
+
+
+async def auth_no_token_is_refused(url, issuer):
+    try:
+        async with client(StreamableHttpTransport(url)) as c:
+            await c.list_tools()
+    except Exception as error:  # the client reports the 401 its own way
+        expect("401" in repr(error) or "nauthorized" in repr(error), repr(error))
+        return
+    raise AssertionError("a client without a token was served")
+
+
+async def auth_client_credentials_discovery(url, issuer):
+    # Discovers the authorization server from the demo's RFC 9728 metadata.
+    auth = ClientCredentialsOAuthProvider(
+        client_id=CLIENT_ID, client_secret=CLIENT_SECRET, scopes="child")
+    async with client(StreamableHttpTransport(url, auth=auth)) as c:
+        expect(structured(await c.call_tool("child_multiply", {"a": 3, "b": 5})) == 15, "mul")
+
+
+async def auth_step_up_after_403(url, issuer):
+    # No scope at first: the child's tool answers 403 naming `child`, and the provider
+    # gets a token with it and retries.
+    auth = ClientCredentialsOAuthProvider(client_id=CLIENT_ID, client_secret=CLIENT_SECRET)
+    async with client(StreamableHttpTransport(url, auth=auth)) as c:
+        expect(structured(await c.call_tool("add", {"a": 1, "b": 1})) == 2, "add")
+        expect(structured(await c.call_tool("child_multiply", {"a": 2, "b": 8})) == 16, "mul")
+
+
+AUTH_CHECKS = [auth_static_bearer, auth_scope_narrows_the_listing, auth_no_token_is_refused,
+               auth_client_credentials_discovery, auth_step_up_after_403]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class HttpDemo:
+    """The demo serving HTTP on a free port; its URL comes from its first stderr line.
+    With `issuer`, OAuth is on: the demo's audience is its own URL."""
+
+    def __init__(self, binary, issuer=None):
+        args = [binary, "--http", "127.0.0.1:0"]
+        if issuer:
+            port = free_port()
+            args = [binary, "--http", f"127.0.0.1:{port}", "--auth-issuer", issuer,
+                    "--auth-audience", f"http://127.0.0.1:{port}/mcp"]
         self.process = subprocess.Popen(
-            [binary, "--http", "127.0.0.1:0"],
+            args,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=DEMO_ENV,
         )
         # readline blocks until the line arrives or the process exits (EOF): no polling.
         line = self.process.stderr.readline()
+        while line.startswith("OAuth: "):
+            line = self.process.stderr.readline()
         if not line.startswith("listening on "):
             self.process.kill()
             raise RuntimeError(f"the demo did not start: {line!r}")
@@ -197,7 +293,29 @@ class HttpDemo:
         self.process.wait(timeout=10)
 
 
-async def run_all(binary):
+async def run_checks(transport, checks, *args):
+    for check in checks:
+        try:
+            await asyncio.wait_for(check(*args), timeout=60)
+            RESULTS.append((transport, check.__name__, None))
+            print(f"PASS {transport} {check.__name__}", flush=True)
+        except Exception as error:  # a check's failure, whatever it is
+            RESULTS.append((transport, check.__name__, error))
+            print(f"FAIL {transport} {check.__name__}: {error!r}", flush=True)
+            traceback.print_exc()
+
+
+async def run_auth(binary, issuer):
+    demo = HttpDemo(binary, issuer)
+    try:
+        await run_checks("http+oauth", AUTH_CHECKS, demo.url, issuer)
+    finally:
+        demo.stop()
+        await demo.drain
+
+
+async def run_all(binary, issuer):
+    await run_auth(binary, issuer)
     http = HttpDemo(binary)
     transports = {
         "stdio": lambda: StdioTransport(binary, ["--stdio"], env=DEMO_ENV, keep_alive=False),
@@ -205,24 +323,16 @@ async def run_all(binary):
     }
     try:
         for transport, make in transports.items():
-            for check in CHECKS:
-                try:
-                    await asyncio.wait_for(check(make), timeout=60)
-                    RESULTS.append((transport, check.__name__, None))
-                    print(f"PASS {transport} {check.__name__}", flush=True)
-                except Exception as error:  # a check's failure, whatever it is
-                    RESULTS.append((transport, check.__name__, error))
-                    print(f"FAIL {transport} {check.__name__}: {error!r}", flush=True)
-                    traceback.print_exc()
+            await run_checks(transport, CHECKS, make)
     finally:
         http.stop()
         await http.drain
 
 
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) != 3:
         sys.exit(__doc__)
-    asyncio.run(run_all(sys.argv[1]))
+    asyncio.run(run_all(sys.argv[1], sys.argv[2].rstrip("/")))
     failed = sum(1 for _, _, error in RESULTS if error is not None)
     print(f"{len(RESULTS) - failed} passed, {failed} failed")
     sys.exit(1 if failed or not RESULTS else 0)
