@@ -21,7 +21,8 @@
 //! The caller: a [`Principal`] parameter is the authenticated caller (issuer, client,
 //! subject, scopes, claims); the call fails with a tool error when it is anonymous.
 //! `Option<Principal>` never fails. A [`BearerToken`] parameter is the raw access token,
-//! present only when an auth layer put one into the request; the call fails without one.
+//! present only when an auth layer put one into the request; the call fails without one
+//! (`Option<BearerToken>` does not). A task's worker never has it: tasks do not store it.
 //!
 //! ```
 //! use mcp_core::{Server, ToolDef, auth::Principal};
@@ -112,20 +113,30 @@ impl FromContext for Option<Principal> {
     }
 }
 
+/// The raw token an auth layer put into the request (or its HTTP parts), if any.
+fn bearer_token(cx: &Context) -> Option<BearerToken> {
+    let extensions = cx.scope().extensions();
+    extensions
+        .get::<BearerToken>()
+        .or_else(|| {
+            extensions
+                .get::<http::request::Parts>()
+                .and_then(|parts| parts.extensions.get::<BearerToken>())
+        })
+        .cloned()
+}
+
 impl FromContext for BearerToken {
     fn from_context(cx: &Context) -> Result<Self, ToolError> {
-        let extensions = cx.scope().extensions();
-        extensions
-            .get::<BearerToken>()
-            .or_else(|| {
-                extensions
-                    .get::<http::request::Parts>()
-                    .and_then(|parts| parts.extensions.get::<BearerToken>())
-            })
-            .cloned()
-            .ok_or_else(|| {
-                ToolError::new("this tool needs the caller's access token, and the request has none")
-            })
+        bearer_token(cx).ok_or_else(|| {
+            ToolError::new("this tool needs the caller's access token, and the request has none")
+        })
+    }
+}
+
+impl FromContext for Option<BearerToken> {
+    fn from_context(cx: &Context) -> Result<Self, ToolError> {
+        Ok(bearer_token(cx))
     }
 }
 
