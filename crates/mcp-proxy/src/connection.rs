@@ -23,7 +23,7 @@ use std::{
 };
 
 use arc_swap::ArcSwapOption;
-use mcp_core::{CancellationToken, Context};
+use mcp_core::{CancellationToken, Context, auth::BearerToken};
 use mcp_types::{
     CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, Implementation,
     JsonObject, ProtocolVersion, ServerResult, TASKS_EXTENSION_ID, ToolDescriptor, meta,
@@ -44,12 +44,15 @@ use rmcp::{
     },
 };
 
+#[cfg(doc)]
+use crate::upstream_auth::UpstreamAuth;
 use crate::{
     CommandTarget, HttpTarget, ProxyError, UpstreamOptions,
     forwarding::{ForwardedHeaders, ForwardingClient},
     stateless::{PostError, Poster},
     stdout::{self, Fault},
     tls,
+    upstream_auth::Credentials,
 };
 
 /// Per-request options of [`Upstream::request`] and [`Upstream::call_tool`].
@@ -66,28 +69,53 @@ pub struct RequestOptions<'a> {
     /// Cancelling it cancels the upstream request.
     pub cancel: Option<&'a CancellationToken>,
     /// The proxy client's HTTP headers; the target's [`HeaderPolicy`](crate::HeaderPolicy)
-    /// picks what is forwarded.
+    /// picks what is forwarded (never `Authorization`).
     pub client_headers: Option<&'a http::HeaderMap>,
+    /// The request is made for a client of the proxy (not for the proxy itself, as its
+    /// listings are): an upstream with [`UpstreamAuth::TokenExchange`] then needs
+    /// [`caller_token`](Self::caller_token), and the call fails without one.
+    pub on_behalf: bool,
+    /// The client's verified token, exchanged for the upstream's own token by
+    /// [`UpstreamAuth::TokenExchange`]; never sent upstream as is.
+    pub caller_token: Option<&'a BearerToken>,
 }
 
 impl<'a> RequestOptions<'a> {
-    /// The cancellation and HTTP headers of the request `cx` serves.
+    /// The cancellation, HTTP headers and verified token of the request `cx` serves, made
+    /// on behalf of its client.
     ///
     /// ```
     /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), mcp_core::RequestScope::new());
     /// let options = mcp_proxy::RequestOptions::from_context(&cx);
     /// assert!(options.client_headers.is_none());
+    /// assert!(options.on_behalf && options.caller_token.is_none());
     /// ```
     pub fn from_context(cx: &'a Context) -> Self {
+        let extensions = cx.scope().extensions();
+        let parts = extensions.get::<http::request::Parts>();
         Self {
             tasks_opt_in: false,
             cancel: Some(cx.cancellation()),
-            client_headers: cx
-                .scope()
-                .extensions()
-                .get::<http::request::Parts>()
-                .map(|parts| &parts.headers),
+            client_headers: parts.map(|parts| &parts.headers),
+            on_behalf: true,
+            caller_token: extensions
+                .get::<BearerToken>()
+                .or_else(|| parts.and_then(|parts| parts.extensions.get::<BearerToken>())),
         }
+    }
+
+    /// Makes the request on behalf of the client whose verified token is `token` (see
+    /// [`caller_token`](Self::caller_token)).
+    ///
+    /// ```
+    /// let token = mcp_core::auth::BearerToken::new("eyJ...");
+    /// let options = mcp_proxy::RequestOptions::default().for_caller(Some(&token));
+    /// assert!(options.on_behalf && options.caller_token.is_some());
+    /// ```
+    pub fn for_caller(mut self, token: Option<&'a BearerToken>) -> Self {
+        self.on_behalf = true;
+        self.caller_token = token;
+        self
     }
 
     /// Sets [`tasks_opt_in`](Self::tasks_opt_in).
@@ -424,6 +452,19 @@ impl Upstream {
                 request.extensions_mut().insert(ForwardedHeaders(forwarded));
             }
         }
+        if let Some(credentials) = self.credentials() {
+            let token = if options.on_behalf {
+                credentials.for_caller(options.caller_token).await
+            } else {
+                credentials.own().await
+            };
+            let token = token.map_err(|error| ProxyError::Credentials {
+                upstream: self.inner.name.clone(),
+                method: method.clone(),
+                reason: error.to_string(),
+            })?;
+            request.extensions_mut().insert(token);
+        }
         let never = CancellationToken::new();
         let cancel = options.cancel.unwrap_or(&never);
         let timeout = self.inner.options.call_timeout;
@@ -558,6 +599,15 @@ impl Upstream {
         }
     }
 
+    /// The credentials of an HTTP upstream with [`HttpTarget::auth`], once its client is
+    /// built.
+    fn credentials(&self) -> Option<Arc<Credentials>> {
+        self.inner
+            .http_client
+            .get()
+            .and_then(|client| client.credentials.clone())
+    }
+
     /// The HTTP client of `target`, built once (a bad CA file fails every connect until it
     /// is fixed, with a configuration error rather than a backoff).
     fn http_client(&self, target: &HttpTarget) -> Result<ForwardingClient, ProxyError> {
@@ -573,7 +623,13 @@ impl Upstream {
         Ok(self
             .inner
             .http_client
-            .get_or_init(|| ForwardingClient(client))
+            .get_or_init(|| ForwardingClient {
+                credentials: target
+                    .auth
+                    .as_ref()
+                    .map(|auth| Arc::new(Credentials::new(auth, &target.url, client.clone()))),
+                http: client,
+            })
             .clone())
     }
 
@@ -732,9 +788,6 @@ impl Upstream {
                 let mut config = StreamableHttpClientTransportConfig::with_uri(target.url.clone())
                     .max_json_response_size(max)
                     .max_sse_event_size(max);
-                if let Some(token) = &target.bearer {
-                    config = config.auth_header(token.clone());
-                }
                 let mut headers = std::collections::HashMap::new();
                 for (name, value) in &target.headers {
                     let name = http::HeaderName::try_from(name.as_str())

@@ -67,6 +67,17 @@ pub enum ProxyError {
         /// What was wrong.
         detail: String,
     },
+    /// No token for the upstream could be had (the token endpoint refused or is
+    /// unreachable, or token exchange found no caller token): the request was not sent.
+    #[error("upstream '{upstream}': no credentials for {method}: {reason}")]
+    Credentials {
+        /// The upstream's name.
+        upstream: String,
+        /// The request.
+        method: String,
+        /// Why (never a token or a secret).
+        reason: String,
+    },
     /// A configuration value is invalid (a header name, a URL, ...).
     #[error("invalid proxy configuration: {0}")]
     Config(String),

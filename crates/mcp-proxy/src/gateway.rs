@@ -19,12 +19,29 @@
 //! url = "https://mcp.internal:8443/mcp"
 //! ca_file = "/etc/mcp/internal-ca.pem"  # optional: trusted instead of the built-in roots
 //! headers = { "X-Team" = "search" }
-//! bearer_env = "API_TOKEN"              # the token is read from the environment
-//! forward_headers = ["X-Request-Id"]    # client headers passed on (none by default)
+//! forward_headers = ["X-Request-Id"]    # client headers passed on (none by default;
+//!                                       # never Authorization)
 //! call_timeout_ms = 30000
 //! max_message_bytes = 16777216          # the largest answer or stdio line (16 MiB)
 //! task_modes = { slow_report = "optional" }   # local tasks for a tool of a task-less upstream
+//!
+//! [upstream.auth]                       # optional: the upstream's own credentials
+//! type = "client_credentials"           # or "bearer" (token_env) or "token_exchange"
+//! token_url = "https://as.internal/token"
+//! client_id = "gateway"
+//! client_secret_env = "GATEWAY_CLIENT_SECRET"   # secrets only from the environment
+//! scope = "files:read"                  # optional
+//! resource = "https://mcp.internal:8443/mcp"    # optional: the upstream's url by default
 //! ```
+//!
+//! `[upstream.auth]` takes `type = "bearer"` with `token_env` (what `bearer_env` is short
+//! for), `type = "client_credentials"` (a token of the gateway's own, fetched and refreshed)
+//! or `type = "token_exchange"` (each caller's verified token exchanged, RFC 8693, for one
+//! meant for the upstream), both with `token_url`, `client_id`, `client_secret_env` and
+//! optionally `scope`, `resource`, `audience`, `timeout_ms` (10000), `max_response_bytes`
+//! (65536) and `max_cached_tokens` (1024). A secret written in the file (`token`,
+//! `client_secret`) is refused, and so is `forward_authorization`: a caller's token never
+//! reaches an upstream. See [`crate::upstream_auth`].
 //!
 //! Task passthrough (`ProxyTasks`) is always on: upstreams that advertise
 //! `io.modelcontextprotocol/tasks` get opted-in calls forwarded with the opt-in. Without
@@ -124,16 +141,18 @@ pub struct UpstreamConfig {
     /// Headers sent to the URL on every request.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
-    /// The environment variable holding a bearer token for the URL.
+    /// The environment variable holding a bearer token for the URL (short for
+    /// `[upstream.auth]` with `type = "bearer"`).
     pub bearer_env: Option<String>,
+    /// The URL's credentials (`[upstream.auth]`).
+    pub auth: Option<AuthConfig>,
     /// Client headers forwarded to the URL, by name (none by default; `Authorization` is
-    /// refused here, see `forward_authorization`).
+    /// refused).
     #[serde(default)]
     pub forward_headers: Vec<String>,
-    /// Forward the client's `Authorization` header (never implied; a configured bearer
-    /// still wins).
+    /// Refused: a caller's `Authorization` is never forwarded.
     #[serde(default)]
-    pub forward_authorization: bool,
+    forward_authorization: Option<Refused>,
     /// The per-request timeout in milliseconds (60000).
     pub call_timeout_ms: Option<u64>,
     /// The largest message the upstream may send, in bytes: a stdio line, a JSON body or an
@@ -144,6 +163,167 @@ pub struct UpstreamConfig {
     /// local tasks when the upstream has no tasks of its own.
     #[serde(default)]
     pub task_modes: BTreeMap<String, mcp_types::TaskSupport>,
+}
+
+/// A key the gateway refuses, kept only to say why (`Debug` never shows its value).
+#[derive(Clone, Deserialize)]
+#[serde(transparent)]
+struct Refused(#[allow(dead_code)] toml::Value);
+
+impl std::fmt::Debug for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<refused>")
+    }
+}
+
+/// The kind of `[upstream.auth]`.
+///
+/// ```
+/// let c: mcp_proxy::gateway::AuthConfig = toml::from_str(r#"type = "bearer""#).unwrap();
+/// assert_eq!(c.kind, mcp_proxy::gateway::AuthKind::Bearer);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthKind {
+    /// A static token from `token_env`.
+    Bearer,
+    /// OAuth client credentials.
+    ClientCredentials,
+    /// RFC 8693 token exchange of each caller's token.
+    TokenExchange,
+}
+
+/// `[upstream.auth]`: an HTTP upstream's credentials. Secrets come from the environment
+/// only; `Debug` shows the names of the variables, never their values.
+///
+/// ```
+/// let c: mcp_proxy::gateway::AuthConfig = toml::from_str(r#"
+///     type = "token_exchange"
+///     token_url = "https://as.internal/token"
+///     client_id = "gateway"
+///     client_secret_env = "GATEWAY_CLIENT_SECRET"
+/// "#).unwrap();
+/// assert_eq!(c.client_secret_env.as_deref(), Some("GATEWAY_CLIENT_SECRET"));
+/// ```
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    /// `bearer`, `client_credentials` or `token_exchange`.
+    #[serde(rename = "type")]
+    pub kind: AuthKind,
+    /// `bearer`: the environment variable holding the token.
+    pub token_env: Option<String>,
+    /// The token endpoint.
+    pub token_url: Option<String>,
+    /// The gateway's client id there.
+    pub client_id: Option<String>,
+    /// The environment variable holding the client secret.
+    pub client_secret_env: Option<String>,
+    /// The scopes asked for (space-separated).
+    pub scope: Option<String>,
+    /// The RFC 8707 resource asked for (the upstream's `url` by default).
+    pub resource: Option<String>,
+    /// An RFC 8693 audience (`token_exchange`).
+    pub audience: Option<String>,
+    /// How long one token request may take, in milliseconds (10000).
+    pub timeout_ms: Option<u64>,
+    /// The largest token response read, in bytes (65536).
+    pub max_response_bytes: Option<usize>,
+    /// How many exchanged tokens are cached (1024).
+    pub max_cached_tokens: Option<usize>,
+    #[serde(default)]
+    token: Option<Refused>,
+    #[serde(default)]
+    client_secret: Option<Refused>,
+}
+
+impl AuthConfig {
+    /// The [`UpstreamAuth`](crate::upstream_auth::UpstreamAuth) this section describes,
+    /// its secret read from the environment through `env`.
+    ///
+    /// ```
+    /// let c: mcp_proxy::gateway::AuthConfig = toml::from_str(r#"
+    ///     type = "bearer"
+    ///     token_env = "API_TOKEN"
+    /// "#).unwrap();
+    /// let auth = c.upstream_auth(|_| Some("s3cret".into())).unwrap();
+    /// assert!(!format!("{auth:?}").contains("s3cret"));
+    /// assert!(c.upstream_auth(|_| None).unwrap_err().contains("API_TOKEN"));
+    /// ```
+    pub fn upstream_auth(
+        &self,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<crate::upstream_auth::UpstreamAuth, String> {
+        use crate::upstream_auth::{OAuthClient, UpstreamAuth};
+        if self.token.is_some() {
+            return Err("[upstream.auth] `token` is refused: a secret does not belong in the file; name the environment variable holding it with `token_env`".to_owned());
+        }
+        if self.client_secret.is_some() {
+            return Err("[upstream.auth] `client_secret` is refused: a secret does not belong in the file; name the environment variable holding it with `client_secret_env`".to_owned());
+        }
+        let from_env = |key: &str, var: &Option<String>| -> Result<String, String> {
+            let var = var
+                .as_deref()
+                .ok_or_else(|| format!("[upstream.auth] needs `{key}`"))?;
+            env(var).ok_or_else(|| format!("the environment variable {var} is not set"))
+        };
+        let required = |key: &str, value: &Option<String>| -> Result<String, String> {
+            value
+                .clone()
+                .ok_or_else(|| format!("[upstream.auth] needs `{key}`"))
+        };
+        let oauth_only = [
+            ("token_url", self.token_url.is_some()),
+            ("client_id", self.client_id.is_some()),
+            ("client_secret_env", self.client_secret_env.is_some()),
+            ("scope", self.scope.is_some()),
+            ("resource", self.resource.is_some()),
+            ("audience", self.audience.is_some()),
+            ("timeout_ms", self.timeout_ms.is_some()),
+            ("max_response_bytes", self.max_response_bytes.is_some()),
+            ("max_cached_tokens", self.max_cached_tokens.is_some()),
+        ];
+        if self.kind == AuthKind::Bearer {
+            if let Some((key, _)) = oauth_only.iter().find(|(_, set)| *set) {
+                return Err(format!(
+                    "[upstream.auth] `{key}` does not apply to type = \"bearer\""
+                ));
+            }
+            return Ok(UpstreamAuth::Bearer(from_env(
+                "token_env",
+                &self.token_env,
+            )?));
+        }
+        if self.token_env.is_some() {
+            return Err("[upstream.auth] `token_env` applies to type = \"bearer\" only".to_owned());
+        }
+        if self.kind == AuthKind::ClientCredentials && self.audience.is_some() {
+            return Err(
+                "[upstream.auth] `audience` applies to type = \"token_exchange\" only".to_owned(),
+            );
+        }
+        let mut client = OAuthClient::new(
+            required("token_url", &self.token_url)?,
+            required("client_id", &self.client_id)?,
+            from_env("client_secret_env", &self.client_secret_env)?,
+        );
+        client.resource = self.resource.clone();
+        client.audience = self.audience.clone();
+        client.scope = self.scope.clone();
+        if let Some(ms) = self.timeout_ms {
+            client = client.timeout(Duration::from_millis(ms));
+        }
+        if let Some(bytes) = self.max_response_bytes {
+            client = client.max_response_bytes(bytes);
+        }
+        if let Some(count) = self.max_cached_tokens {
+            client = client.max_cached_tokens(count);
+        }
+        Ok(match self.kind {
+            AuthKind::TokenExchange => UpstreamAuth::TokenExchange(client),
+            _ => UpstreamAuth::ClientCredentials(client),
+        })
+    }
 }
 
 /// Why a gateway could not be built.
@@ -275,8 +455,18 @@ impl UpstreamConfig {
             namespace: self.namespace.clone(),
             reason: reason.to_owned(),
         };
+        if self.forward_authorization.is_some() {
+            return Err(invalid(
+                "`forward_authorization` is refused: a caller's token is never passed through to an upstream (the MCP spec forbids it); give the upstream a token of its own with `[upstream.auth]`, e.g. type = \"token_exchange\" to exchange each caller's token for one meant for the upstream",
+            ));
+        }
         let upstream = match (&self.command, &self.url) {
             (Some(command), None) => {
+                if self.auth.is_some() || self.bearer_env.is_some() {
+                    return Err(invalid(
+                        "`[upstream.auth]` and `bearer_env` apply to a `url`, not a `command`",
+                    ));
+                }
                 if self.ca_file.is_some() {
                     return Err(invalid("`ca_file` applies to a `url`, not a `command`"));
                 }
@@ -303,15 +493,26 @@ impl UpstreamConfig {
                 for name in &self.forward_headers {
                     policy = policy.allow(name).map_err(|e| invalid(&e.to_string()))?;
                 }
-                if self.forward_authorization {
-                    policy = policy.allow_authorization();
-                }
                 target = target.forward_headers(policy);
-                if let Some(var) = &self.bearer_env {
-                    let token = std::env::var(var).map_err(|_| {
-                        invalid(&format!("the environment variable {var} is not set"))
-                    })?;
-                    target = target.bearer(token);
+                match (&self.bearer_env, &self.auth) {
+                    (Some(_), Some(_)) => {
+                        return Err(invalid(
+                            "give either `bearer_env` or `[upstream.auth]`, not both",
+                        ));
+                    }
+                    (Some(var), None) => {
+                        let token = std::env::var(var).map_err(|_| {
+                            invalid(&format!("the environment variable {var} is not set"))
+                        })?;
+                        target = target.bearer(token);
+                    }
+                    (None, Some(auth)) => {
+                        target.auth = Some(
+                            auth.upstream_auth(|var| std::env::var(var).ok())
+                                .map_err(|reason| invalid(&reason))?,
+                        );
+                    }
+                    (None, None) => {}
                 }
                 Upstream::http(self.namespace.clone(), target)
             }

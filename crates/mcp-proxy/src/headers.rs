@@ -1,8 +1,10 @@
 //! [`HeaderPolicy`]: which of a client's HTTP headers may reach an upstream.
 //!
 //! Deny by default: nothing the client sent is forwarded unless allowed by name.
-//! `Authorization` is never forwarded implicitly: allowing it takes
-//! [`HeaderPolicy::allow_authorization`], a separate, explicit call. Hop-by-hop and
+//! `Authorization` (and `Proxy-Authorization`) is never forwarded: a client's token is meant
+//! for the proxy, and an upstream gets a token of its own
+//! ([`UpstreamAuth`](crate::upstream_auth::UpstreamAuth), token exchange for a per-caller
+//! one). Hop-by-hop and
 //! MCP transport headers (`Mcp-Session-Id`, `Mcp-Protocol-Version`, `Host`, ...) are never
 //! forwarded: they belong to the client's connection with the proxy, not to the upstream's.
 
@@ -44,7 +46,6 @@ const NEVER: [&str; 12] = [
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HeaderPolicy {
     allowed: HashSet<HeaderName>,
-    authorization: bool,
 }
 
 impl HeaderPolicy {
@@ -57,8 +58,10 @@ impl HeaderPolicy {
         Self::default()
     }
 
-    /// Allows the header `name` (case-insensitive). `Authorization` is refused here (use
-    /// [`allow_authorization`](Self::allow_authorization)), as are per-hop headers.
+    /// Allows the header `name` (case-insensitive). `Authorization` and
+    /// `Proxy-Authorization` are refused (a client's token never reaches an upstream; use
+    /// [`UpstreamAuth::TokenExchange`](crate::upstream_auth::UpstreamAuth::TokenExchange)
+    /// for a per-caller upstream token), as are per-hop headers.
     ///
     /// ```
     /// assert!(mcp_proxy::HeaderPolicy::deny_all().allow("authorization").is_err());
@@ -69,7 +72,7 @@ impl HeaderPolicy {
             .map_err(|e| ProxyError::Config(format!("header name {name:?}: {e}")))?;
         if name == header::AUTHORIZATION || name == header::PROXY_AUTHORIZATION {
             return Err(ProxyError::Config(format!(
-                "{name} is never forwarded by an allow list; use allow_authorization() to forward it explicitly"
+                "{name} is never forwarded to an upstream (a client's token is not passed through); give the upstream its own credentials, or exchange the caller's token (token exchange)"
             )));
         }
         if NEVER.contains(&name.as_str()) {
@@ -81,21 +84,6 @@ impl HeaderPolicy {
         Ok(self)
     }
 
-    /// Forwards the client's `Authorization` header too. Only for upstreams that trust the
-    /// same tokens as the proxy's clients.
-    ///
-    /// ```
-    /// use http::{HeaderMap, HeaderValue};
-    /// let policy = mcp_proxy::HeaderPolicy::deny_all().allow_authorization();
-    /// let mut incoming = HeaderMap::new();
-    /// incoming.insert("authorization", HeaderValue::from_static("Bearer t"));
-    /// assert_eq!(policy.filter(&incoming).len(), 1);
-    /// ```
-    pub fn allow_authorization(mut self) -> Self {
-        self.authorization = true;
-        self
-    }
-
     /// Whether `name` may be forwarded.
     ///
     /// ```
@@ -103,9 +91,6 @@ impl HeaderPolicy {
     /// assert!(!policy.allows(&http::header::AUTHORIZATION));
     /// ```
     pub fn allows(&self, name: &HeaderName) -> bool {
-        if name == header::AUTHORIZATION {
-            return self.authorization;
-        }
         self.allowed.contains(name)
     }
 

@@ -8,7 +8,10 @@
 //!   namespace like any server; parent middleware wraps the proxied calls.
 //! * `ProxyTasks` (feature `tasks`): SEP-2663 task passthrough with signed proxy task ids,
 //!   and local tasks for proxied tools whose upstream has none.
-//! * [`HeaderPolicy`]: which client headers may reach an upstream (none by default).
+//! * [`HeaderPolicy`]: which client headers may reach an upstream (none by default; never
+//!   `Authorization`).
+//! * [`upstream_auth::UpstreamAuth`]: an HTTP upstream's own credentials (a static bearer,
+//!   OAuth client credentials, or RFC 8693 token exchange of the caller's token).
 //!
 //! ```
 //! use mcp_proxy::{ClientFactory, ProxyTool};
@@ -44,6 +47,7 @@ pub mod task_ids;
 mod tasks;
 mod tls;
 mod tool;
+pub mod upstream_auth;
 
 pub use connection::{RequestOptions, Upstream};
 pub use error::ProxyError;

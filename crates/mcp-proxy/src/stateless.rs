@@ -57,7 +57,6 @@ pub(crate) enum PostError {
 pub(crate) struct Poster {
     client: ForwardingClient,
     uri: Arc<str>,
-    bearer: Option<String>,
     /// The target's configured headers.
     headers: HashMap<HeaderName, HeaderValue>,
     /// `_meta` of a plain request, and of one that opts in to the tasks extension.
@@ -71,8 +70,9 @@ pub(crate) struct Poster {
 }
 
 impl Poster {
-    /// Posts to the endpoint of `transport` (its URI, bearer, headers and response size
-    /// limits) with `client`.
+    /// Posts to the endpoint of `transport` (its URI, headers and response size
+    /// limits) with `client` (which adds the
+    /// request's token).
     pub(crate) fn new(
         client: ForwardingClient,
         transport: StreamableHttpClientTransportConfig,
@@ -93,7 +93,6 @@ impl Poster {
         Self {
             client,
             uri: transport.uri,
-            bearer: transport.auth_header,
             headers: transport.custom_headers,
             meta: meta_of(capabilities),
             meta_tasks: meta_of(capabilities_tasks),
@@ -180,7 +179,8 @@ impl Poster {
                 Arc::clone(&self.uri),
                 message,
                 None,
-                self.bearer.clone(),
+                // The client picks the request's token (its extensions carry it).
+                None,
                 headers,
                 self.limits,
             )

@@ -7,7 +7,7 @@ use std::{
     time::Duration,
 };
 
-use crate::HeaderPolicy;
+use crate::{HeaderPolicy, upstream_auth::UpstreamAuth};
 
 /// The environment variables a stdio upstream inherits from the proxy, when the proxy has
 /// them: the search path, the user, the locale, the terminal, temporary directories and the
@@ -175,7 +175,9 @@ impl CommandTarget {
     }
 }
 
-/// A Streamable HTTP endpoint, with fixed headers and bearer auth sent on every request.
+/// A Streamable HTTP endpoint, with fixed headers sent on every request and the upstream's
+/// own credentials ([`UpstreamAuth`]: a static bearer, client credentials or token exchange).
+/// The caller's `Authorization` header is never forwarded.
 ///
 /// `https://` URLs are verified against the Mozilla root certificates built into the proxy
 /// (webpki roots; the operating system's store is not read), or only against the
@@ -194,8 +196,8 @@ pub struct HttpTarget {
     pub url: String,
     /// Headers sent on every request.
     pub headers: BTreeMap<String, String>,
-    /// A bearer token, sent as `Authorization: Bearer <token>`.
-    pub bearer: Option<String>,
+    /// How requests to the upstream are authenticated (not at all when `None`).
+    pub auth: Option<UpstreamAuth>,
     /// Which headers of the proxy's clients reach this upstream (none by default).
     pub forward: HeaderPolicy,
     /// A PEM file of CA certificates trusted for `https://` instead of the built-in roots.
@@ -210,7 +212,7 @@ impl std::fmt::Debug for HttpTarget {
                 &crate::tls::redact_url_password(self.url.clone(), &self.url),
             )
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
-            .field("bearer", &self.bearer.as_ref().map(|_| "<redacted>"))
+            .field("auth", &self.auth)
             .field("forward", &self.forward)
             .field("ca_file", &self.ca_file)
             .finish()
@@ -251,13 +253,28 @@ impl HttpTarget {
         self
     }
 
-    /// Sets the bearer token.
+    /// Sends the static token `token` (`Authorization: Bearer <token>`): the same as
+    /// [`auth`](Self::auth) with [`UpstreamAuth::Bearer`].
     ///
     /// ```
-    /// let _ = mcp_proxy::HttpTarget::new("http://h/mcp").bearer("token");
+    /// let target = mcp_proxy::HttpTarget::new("http://h/mcp").bearer("s3cret");
+    /// assert!(!format!("{target:?}").contains("s3cret"));
     /// ```
-    pub fn bearer(mut self, token: impl Into<String>) -> Self {
-        self.bearer = Some(token.into());
+    pub fn bearer(self, token: impl Into<String>) -> Self {
+        self.auth(UpstreamAuth::Bearer(token.into()))
+    }
+
+    /// Sets how requests to the upstream are authenticated.
+    ///
+    /// ```
+    /// use mcp_proxy::upstream_auth::{OAuthClient, UpstreamAuth};
+    /// let client = OAuthClient::new("https://as.example/token", "gateway", "s3cret");
+    /// let target = mcp_proxy::HttpTarget::new("https://files.internal/mcp")
+    ///     .auth(UpstreamAuth::ClientCredentials(client));
+    /// assert!(!format!("{target:?}").contains("s3cret"));
+    /// ```
+    pub fn auth(mut self, auth: UpstreamAuth) -> Self {
+        self.auth = Some(auth);
         self
     }
 

@@ -1,5 +1,5 @@
 //! Header forwarding over HTTP, client → gateway → upstream: deny by default, allowed names
-//! only, `Authorization` never implicitly, configured headers and bearer winning.
+//! only, the client's `Authorization` never (AU5), configured headers and bearer winning.
 
 use std::collections::HashMap;
 
@@ -109,15 +109,39 @@ async fn only_allowed_names_are_forwarded_and_never_authorization() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_configured_bearer_wins_over_a_forwarded_authorization() {
-    let explicit = HeaderPolicy::deny_all().allow_authorization();
-    let forwarded = headers_through(HttpTarget::default().forward_headers(explicit.clone())).await;
-    assert_eq!(forwarded, "authorization=Bearer client-token");
-    let configured = headers_through(
+async fn au5_the_callers_authorization_header_is_never_forwarded() {
+    // No policy can name it.
+    for name in [
+        "authorization",
+        "Authorization",
+        "AUTHORIZATION",
+        "proxy-authorization",
+    ] {
+        let error = HeaderPolicy::deny_all()
+            .allow(name)
+            .expect_err("Authorization cannot be allowed");
+        assert!(error.to_string().contains("token exchange"), "{error}");
+    }
+    // Whatever the policy forwards, the client's token stays at the proxy: the upstream sees
+    // nothing, or the proxy's own credentials.
+    let wide = HeaderPolicy::deny_all()
+        .allow("X-Tenant")
+        .and_then(|p| p.allow("Cookie"))
+        .expect("allow");
+    for target in [
+        HttpTarget::default(),
+        HttpTarget::default().forward_headers(wide.clone()),
         HttpTarget::default()
-            .bearer("proxy-token")
-            .forward_headers(explicit),
-    )
-    .await;
-    assert_eq!(configured, "authorization=Bearer proxy-token");
+            .forward_headers(wide.clone())
+            .bearer("proxy-token"),
+    ] {
+        let bearer = target.auth.is_some();
+        let seen = headers_through(target).await;
+        assert!(!seen.contains("client-token"), "{seen}");
+        assert_eq!(
+            seen.contains("authorization=Bearer proxy-token"),
+            bearer,
+            "{seen}"
+        );
+    }
 }

@@ -1,0 +1,88 @@
+//! What the `mcp-gateway` binary refuses in an upstream's credentials: passing the caller's
+//! token through (AU5), and secrets written into the config file (AU22). Each case runs the
+//! binary and reads why it stopped.
+
+use std::{process::Stdio, time::Duration};
+
+/// Runs `mcp-gateway` on `config` with `env`; it must exit unsuccessfully. Returns its
+/// stderr.
+async fn refused(name: &str, config: &str, env: &[(&str, &str)]) -> String {
+    let dir = std::env::temp_dir().join(format!("mcp-gateway-auth-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, config).expect("config");
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-gateway"))
+        .arg("--config")
+        .arg(&path)
+        .args(["--http", "127.0.0.1:0"])
+        .env_remove("RUST_LOG")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn mcp-gateway");
+    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("the gateway stopped within 60 s")
+        .expect("its output");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!output.status.success(), "{name}: it started: {stderr}");
+    assert!(!stderr.contains("listening on"), "{name}: {stderr}");
+    stderr
+}
+
+const URL_ENTRY: &str = "[[upstream]]\nnamespace = \"api\"\nurl = \"http://127.0.0.1:9/mcp\"\n";
+
+#[tokio::test]
+async fn au5_forward_authorization_in_the_gateway_config_is_refused() {
+    for value in ["true", "false"] {
+        let stderr = refused(
+            &format!("forward-{value}"),
+            &format!("{URL_ENTRY}forward_authorization = {value}\n"),
+            &[],
+        )
+        .await;
+        assert!(stderr.contains("forward_authorization"), "{stderr}");
+        assert!(stderr.contains("token_exchange"), "{stderr}");
+    }
+    let stderr = refused(
+        "forward-header",
+        &format!("{URL_ENTRY}forward_headers = [\"Authorization\"]\n"),
+        &[],
+    )
+    .await;
+    assert!(stderr.contains("never forwarded"), "{stderr}");
+}
+
+#[tokio::test]
+async fn au22_a_secret_written_in_the_config_is_refused_and_never_shown() {
+    let cases = [
+        (
+            "inline-client-secret",
+            "[upstream.auth]\ntype = \"client_credentials\"\ntoken_url = \"http://127.0.0.1:9/token\"\nclient_id = \"gw\"\nclient_secret = \"hunter2-inline\"\n",
+            "client_secret_env",
+        ),
+        (
+            "inline-token",
+            "[upstream.auth]\ntype = \"bearer\"\ntoken = \"hunter2-inline\"\n",
+            "token_env",
+        ),
+    ];
+    for (name, auth, hint) in cases {
+        let stderr = refused(name, &format!("{URL_ENTRY}{auth}"), &[]).await;
+        assert!(stderr.contains(hint), "{name}: {stderr}");
+        assert!(!stderr.contains("hunter2-inline"), "{name}: {stderr}");
+    }
+    // A secret named by a variable that is not set: the variable is named.
+    let stderr = refused(
+        "unset-secret",
+        &format!(
+            "{URL_ENTRY}[upstream.auth]\ntype = \"token_exchange\"\ntoken_url = \"http://127.0.0.1:9/token\"\nclient_id = \"gw\"\nclient_secret_env = \"MCP_TEST_UNSET_SECRET\"\n"
+        ),
+        &[],
+    )
+    .await;
+    assert!(stderr.contains("MCP_TEST_UNSET_SECRET"), "{stderr}");
+}
