@@ -1,5 +1,7 @@
 //! What downstream test suites need to test servers built on `mcp-core` on the real stack:
 //!
+//! * [`auth_server`]: a real OAuth 2.1 authorization server (npm's `oidc-provider`, from
+//!   `.ci/setup`) on a loopback port, issuing JWT and opaque access tokens to test clients;
 //! * [`fuzz`]: a seeded generator of hostile MCP messages, for fuzzing decoders on stable Rust;
 //! * [`http`]: a server on a loopback port and a raw 2026-07-28 client for it;
 //! * [`client`]: rmcp clients in either protocol era, and a client/server pair over an
@@ -15,6 +17,7 @@
 //!
 //! This crate is for tests only; nothing else in the workspace needs it at run time.
 
+pub mod auth_server;
 pub mod backend_conformance;
 pub mod client;
 pub mod fuzz;
