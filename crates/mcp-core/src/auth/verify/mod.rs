@@ -1,9 +1,48 @@
 //! Verifying access tokens: the [`TokenVerifier`] trait and the verifiers that come with
 //! the `auth` feature.
+//!
+//! - [`JwtVerifier`]: JWT access tokens of one issuer, checked against its published keys
+//!   (JWKS, found through its discovery document), its `iss`, this server's audience, the
+//!   times and an algorithm allow-list.
+//! - [`IntrospectionVerifier`]: opaque tokens, asked about at the authorization server
+//!   (RFC 7662).
+//! - [`Issuers`]: several issuers (and opaque-token verifiers) in one server.
+//! - [`CachedVerifier`]: remembers verified tokens until they expire, so a repeated token
+//!   costs a lookup.
+//!
+//! ```no_run
+//! use mcp_core::auth::verify::{CachedVerifier, JwtVerifier, TokenVerifier};
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! // Tokens issued by this authorization server for this MCP server (its canonical URI).
+//! let verifier = CachedVerifier::new(
+//!     JwtVerifier::builder("https://auth.example.com")
+//!         .audience("https://mcp.example.com/mcp")
+//!         .build()?,
+//! );
+//! let verified = verifier.verify("eyJhbGciOiJSUzI1NiIs...").await?;
+//! println!("{:?} as {}", verified.principal.subject, verified.principal.client_id);
+//! # Ok(()) }
+//! ```
 
-use std::time::SystemTime;
+use std::{sync::Arc, time::SystemTime};
 
 use crate::auth::Principal;
+
+mod cache;
+mod claims;
+mod error;
+mod fetch;
+mod introspection;
+mod issuers;
+mod jwks;
+mod jwt;
+
+pub use cache::{CacheLimits, CachedVerifier};
+pub use claims::{audience_accepted, principal_from_claims};
+pub use error::AuthConfigError;
+pub use introspection::{IntrospectionVerifier, IntrospectionVerifierBuilder};
+pub use issuers::{Issuers, IssuersBuilder};
+pub use jwt::{JwtVerifier, JwtVerifierBuilder};
 
 /// What a verifier learned from a valid token.
 ///
@@ -63,4 +102,21 @@ pub enum VerifyError {
 pub trait TokenVerifier: Send + Sync + 'static {
     /// Verifies `token` (the part after `Bearer `).
     async fn verify(&self, token: &str) -> Result<Verified, VerifyError>;
+}
+
+/// A shared verifier verifies as the one it points to.
+///
+/// ```
+/// use std::sync::Arc;
+/// use mcp_core::auth::verify::{JwtVerifier, TokenVerifier};
+/// let shared: Arc<dyn TokenVerifier> =
+///     Arc::new(JwtVerifier::builder("https://as").audience("urn:me").build().unwrap());
+/// fn needs(_: impl TokenVerifier) {}
+/// needs(shared);
+/// ```
+#[async_trait::async_trait]
+impl<T: TokenVerifier + ?Sized> TokenVerifier for Arc<T> {
+    async fn verify(&self, token: &str) -> Result<Verified, VerifyError> {
+        (**self).verify(token).await
+    }
 }
