@@ -320,3 +320,64 @@ async fn au22_token_exchange_gives_the_upstream_its_own_token() {
     client.cancel().await.ok();
     anonymous.cancel().await.ok();
 }
+
+#[cfg(feature = "gateway")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn au22_secrets_never_show_in_debug_output_or_errors() {
+    let auth = AuthServer::shared();
+    let secret = "s3cret-that-is-wrong";
+    let client = OAuthClient::new(auth.token_endpoint(), CLIENT_A, secret).scope("read");
+    let target = HttpTarget::new("http://127.0.0.1:9/mcp")
+        .auth(UpstreamAuth::ClientCredentials(client.clone()));
+    let static_target = HttpTarget::new("http://127.0.0.1:9/mcp").bearer(secret);
+    let exchange = UpstreamAuth::TokenExchange(client);
+    let config: mcp_proxy::gateway::AuthConfig = toml::from_str(&format!(
+        "type = \"client_credentials\"\ntoken_url = \"http://127.0.0.1:9/token\"\nclient_id = \"gw\"\nclient_secret = \"{secret}\"\n"
+    ))
+    .expect("parses, to be refused when used");
+    let refusal = config
+        .upstream_auth(|_| None)
+        .expect_err("an inline secret is refused");
+    for text in [
+        format!("{target:?}"),
+        format!("{static_target:?}"),
+        format!("{exchange:?}"),
+        format!("{config:?}"),
+        refusal,
+    ] {
+        assert!(!text.contains(secret), "{text}");
+    }
+
+    // The authorization server refuses the wrong secret: the error says so, without it.
+    let guard = Arc::new(Guard::default());
+    let upstream = Server::new("upstream");
+    upstream
+        .add_tool(ToolDef::new("whoami", whoami))
+        .expect("tool");
+    let upstream = HttpServer::bind(upstream, "127.0.0.1:0", HttpConfig::new())
+        .await
+        .expect("bind")
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&guard),
+            self::guard,
+        ));
+    let url = format!("http://{}/mcp", upstream.local_addr());
+    let stop = CancellationToken::new();
+    tokio::spawn(upstream.run_until(stop.clone().cancelled_owned()));
+    let client = OAuthClient::new(auth.token_endpoint(), CLIENT_A, secret);
+    let proxy = Upstream::http(
+        "up",
+        HttpTarget::new(url).auth(UpstreamAuth::ClientCredentials(client)),
+    );
+    let error = proxy.list_tools().await.expect_err("no token, no session");
+    for text in [format!("{error:?}"), error.to_string()] {
+        assert!(!text.contains(secret), "{text}");
+        assert!(text.contains("invalid_client"), "{text}");
+    }
+    assert!(
+        guard.seen().is_empty(),
+        "nothing unauthenticated reached the upstream: {:?}",
+        guard.seen()
+    );
+    stop.cancel();
+}
