@@ -23,7 +23,7 @@ use mcp_core::{
     auth::BearerToken,
 };
 use mcp_proxy::{
-    HttpTarget, ProxyServer, Upstream,
+    HttpTarget, ProxyServer, Upstream, UpstreamOptions,
     upstream_auth::{OAuthClient, UpstreamAuth},
 };
 use mcp_types::{CallToolRequestParams, CallToolResponse};
@@ -118,6 +118,11 @@ impl Drop for Stack {
 
 /// The upstream, then the gateway over it with `auth(upstream_url)`.
 async fn stack(auth: impl FnOnce(&str) -> UpstreamAuth) -> Stack {
+    stack_with(auth, UpstreamOptions::default()).await
+}
+
+/// [`stack`], the gateway's upstream with `options`.
+async fn stack_with(auth: impl FnOnce(&str) -> UpstreamAuth, options: UpstreamOptions) -> Stack {
     let stop = CancellationToken::new();
     let guard = Arc::new(Guard::default());
     let upstream = Server::new("upstream");
@@ -135,7 +140,7 @@ async fn stack(auth: impl FnOnce(&str) -> UpstreamAuth) -> Stack {
     tokio::spawn(upstream.run_until(stop.clone().cancelled_owned()));
 
     let target = HttpTarget::new(upstream_url.clone()).auth(auth(&upstream_url));
-    let proxy = ProxyServer::new(Upstream::http("up", target))
+    let proxy = ProxyServer::new(Upstream::http("up", target).with_options(options))
         .build()
         .await
         .expect("proxy");
@@ -203,12 +208,25 @@ fn audience_has(claims: &Value, url: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn au22_client_credentials_token_reaches_the_upstream() {
+    // Calls posted one by one (2026-07-28), and sent through rmcp's session (2025-11-25).
+    for options in [
+        UpstreamOptions::default(),
+        UpstreamOptions::default().legacy_handshake(),
+    ] {
+        client_credentials_reach_the_upstream(options).await;
+    }
+}
+
+async fn client_credentials_reach_the_upstream(options: UpstreamOptions) {
     let auth = AuthServer::shared();
-    let stack = stack(|_| {
-        UpstreamAuth::ClientCredentials(
-            OAuthClient::new(auth.token_endpoint(), CLIENT_A, SECRET_A).scope("read"),
-        )
-    })
+    let stack = stack_with(
+        |_| {
+            UpstreamAuth::ClientCredentials(
+                OAuthClient::new(auth.token_endpoint(), CLIENT_A, SECRET_A).scope("read"),
+            )
+        },
+        options,
+    )
     .await;
     let client = client(&stack.front_url, None).await;
     let mut tokens = HashSet::new();
@@ -219,14 +237,14 @@ async fn au22_client_credentials_token_reaches_the_upstream() {
     for token in concurrent {
         tokens.insert(token.expect("a concurrent call"));
     }
-    assert_eq!(tokens.len(), 1, "one token for every call");
+    assert_eq!(tokens.len(), 1, "one token for every call ({options:?})");
     let token = tokens.into_iter().next().unwrap_or_default();
     let claims = claims(&token);
     assert!(audience_has(&claims, &stack.upstream_url), "{claims}");
     assert_eq!(claims["client_id"], CLIENT_A, "{claims}");
     // The handshake, the listing and every call: that one token, fetched once.
     let seen: HashSet<String> = stack.guard.seen().into_iter().collect();
-    assert_eq!(seen, HashSet::from([format!("Bearer {token}")]));
+    assert_eq!(seen, HashSet::from([format!("Bearer {token}")]), "{options:?}");
     client.cancel().await.ok();
 }
 
