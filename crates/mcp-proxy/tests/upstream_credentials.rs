@@ -244,7 +244,11 @@ async fn client_credentials_reach_the_upstream(options: UpstreamOptions) {
     assert_eq!(claims["client_id"], CLIENT_A, "{claims}");
     // The handshake, the listing and every call: that one token, fetched once.
     let seen: HashSet<String> = stack.guard.seen().into_iter().collect();
-    assert_eq!(seen, HashSet::from([format!("Bearer {token}")]), "{options:?}");
+    assert_eq!(
+        seen,
+        HashSet::from([format!("Bearer {token}")]),
+        "{options:?}"
+    );
     client.cancel().await.ok();
 }
 
@@ -333,8 +337,14 @@ async fn au22_token_exchange_gives_the_upstream_its_own_token() {
 
     // The caller's token never reached the upstream, on any request.
     let seen = stack.guard.seen();
-    assert!(seen.iter().all(|value| !value.contains(&caller)), "{seen:?}");
-    assert!(seen.iter().all(|value| value.starts_with("Bearer ")), "{seen:?}");
+    assert!(
+        seen.iter().all(|value| !value.contains(&caller)),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter().all(|value| value.starts_with("Bearer ")),
+        "{seen:?}"
+    );
     client.cancel().await.ok();
     anonymous.cancel().await.ok();
 }
