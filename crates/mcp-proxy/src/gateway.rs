@@ -80,6 +80,9 @@ pub struct GatewayConfig {
     /// Local tasks, when present.
     #[serde(default)]
     pub tasks: Option<TasksSection>,
+    // The gateway's front authentication (an `[auth]` section: mcp-core's resource server,
+    // which puts the caller's principal and `BearerToken` into each request, so that
+    // `type = "token_exchange"` upstreams have a token to exchange) belongs here.
     /// The upstreams, each mounted under its namespace.
     #[serde(default)]
     pub upstream: Vec<UpstreamConfig>,
@@ -587,6 +590,63 @@ mod tests {
             let error = entry.upstream().unwrap_err().to_string();
             assert!(error.contains("apply to a `command`"), "{error}");
         }
+    }
+
+    #[test]
+    fn au22_auth_sections_build_the_upstream_credentials() {
+        use crate::upstream_auth::UpstreamAuth;
+        let section = |text: &str| toml::from_str::<AuthConfig>(text).expect("parses");
+        let env = |var: &str| (var == "SECRET").then(|| "s3cret".to_owned());
+        let exchange = section(
+            "type = \"token_exchange\"\ntoken_url = \"https://as/token\"\nclient_id = \"gw\"\nclient_secret_env = \"SECRET\"\naudience = \"files\"\ntimeout_ms = 2500",
+        );
+        match exchange.upstream_auth(env) {
+            Ok(UpstreamAuth::TokenExchange(client)) => {
+                assert_eq!(client.client_secret, "s3cret");
+                assert_eq!(client.audience.as_deref(), Some("files"));
+                assert_eq!(client.timeout, Duration::from_millis(2500));
+                assert_eq!(client.max_cached_tokens, 1024);
+            }
+            other => panic!("{other:?}"),
+        }
+        for (text, expected) in [
+            (
+                "type = \"client_credentials\"\nclient_id = \"gw\"\nclient_secret_env = \"SECRET\"",
+                "`token_url`",
+            ),
+            (
+                "type = \"bearer\"\ntoken_env = \"SECRET\"\nscope = \"a\"",
+                "`scope` does not apply",
+            ),
+            (
+                "type = \"client_credentials\"\ntoken_url = \"u\"\nclient_id = \"gw\"\nclient_secret_env = \"SECRET\"\naudience = \"a\"",
+                "`audience` applies",
+            ),
+        ] {
+            let error = section(text).upstream_auth(env).expect_err(text);
+            assert!(error.contains(expected), "{error}");
+        }
+        let both: UpstreamConfig = toml::from_str(
+            "namespace = \"x\"\nurl = \"http://h/mcp\"\nbearer_env = \"A\"\n[auth]\ntype = \"bearer\"\ntoken_env = \"A\"",
+        )
+        .expect("parses");
+        assert!(
+            both.upstream()
+                .unwrap_err()
+                .to_string()
+                .contains("not both")
+        );
+        let command: UpstreamConfig = toml::from_str(
+            "namespace = \"x\"\ncommand = \"c\"\n[auth]\ntype = \"bearer\"\ntoken_env = \"A\"",
+        )
+        .expect("parses");
+        assert!(
+            command
+                .upstream()
+                .unwrap_err()
+                .to_string()
+                .contains("apply to a `url`")
+        );
     }
 
     #[test]

@@ -158,7 +158,10 @@ async fn au19_another_principals_tasks_requests_on_a_proxied_task_answer_as_an_u
     let still = get(alice, id.clone()).await;
     assert_eq!(still["result"]["status"], "working", "{still}");
     let cancel = post(&url, alice, "tasks/cancel", json!({"taskId": id}), &id).await;
-    assert!(cancel.get("error").is_none(), "alice cancels her task: {cancel}");
+    assert!(
+        cancel.get("error").is_none(),
+        "alice cancels her task: {cancel}"
+    );
 
     stop.cancel();
     serving.await.expect("front task").expect("front stops");

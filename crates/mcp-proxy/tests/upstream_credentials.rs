@@ -23,7 +23,7 @@ use mcp_core::{
     auth::BearerToken,
 };
 use mcp_proxy::{
-    HttpTarget, ProxyServer, Upstream,
+    HttpTarget, ProxyServer, Upstream, UpstreamOptions,
     upstream_auth::{OAuthClient, UpstreamAuth},
 };
 use mcp_types::{CallToolRequestParams, CallToolResponse};
@@ -118,6 +118,11 @@ impl Drop for Stack {
 
 /// The upstream, then the gateway over it with `auth(upstream_url)`.
 async fn stack(auth: impl FnOnce(&str) -> UpstreamAuth) -> Stack {
+    stack_with(auth, UpstreamOptions::default()).await
+}
+
+/// [`stack`], the gateway's upstream with `options`.
+async fn stack_with(auth: impl FnOnce(&str) -> UpstreamAuth, options: UpstreamOptions) -> Stack {
     let stop = CancellationToken::new();
     let guard = Arc::new(Guard::default());
     let upstream = Server::new("upstream");
@@ -135,7 +140,7 @@ async fn stack(auth: impl FnOnce(&str) -> UpstreamAuth) -> Stack {
     tokio::spawn(upstream.run_until(stop.clone().cancelled_owned()));
 
     let target = HttpTarget::new(upstream_url.clone()).auth(auth(&upstream_url));
-    let proxy = ProxyServer::new(Upstream::http("up", target))
+    let proxy = ProxyServer::new(Upstream::http("up", target).with_options(options))
         .build()
         .await
         .expect("proxy");
@@ -203,12 +208,25 @@ fn audience_has(claims: &Value, url: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn au22_client_credentials_token_reaches_the_upstream() {
+    // Calls posted one by one (2026-07-28), and sent through rmcp's session (2025-11-25).
+    for options in [
+        UpstreamOptions::default(),
+        UpstreamOptions::default().legacy_handshake(),
+    ] {
+        client_credentials_reach_the_upstream(options).await;
+    }
+}
+
+async fn client_credentials_reach_the_upstream(options: UpstreamOptions) {
     let auth = AuthServer::shared();
-    let stack = stack(|_| {
-        UpstreamAuth::ClientCredentials(
-            OAuthClient::new(auth.token_endpoint(), CLIENT_A, SECRET_A).scope("read"),
-        )
-    })
+    let stack = stack_with(
+        |_| {
+            UpstreamAuth::ClientCredentials(
+                OAuthClient::new(auth.token_endpoint(), CLIENT_A, SECRET_A).scope("read"),
+            )
+        },
+        options,
+    )
     .await;
     let client = client(&stack.front_url, None).await;
     let mut tokens = HashSet::new();
@@ -219,14 +237,18 @@ async fn au22_client_credentials_token_reaches_the_upstream() {
     for token in concurrent {
         tokens.insert(token.expect("a concurrent call"));
     }
-    assert_eq!(tokens.len(), 1, "one token for every call");
+    assert_eq!(tokens.len(), 1, "one token for every call ({options:?})");
     let token = tokens.into_iter().next().unwrap_or_default();
     let claims = claims(&token);
     assert!(audience_has(&claims, &stack.upstream_url), "{claims}");
     assert_eq!(claims["client_id"], CLIENT_A, "{claims}");
     // The handshake, the listing and every call: that one token, fetched once.
     let seen: HashSet<String> = stack.guard.seen().into_iter().collect();
-    assert_eq!(seen, HashSet::from([format!("Bearer {token}")]));
+    assert_eq!(
+        seen,
+        HashSet::from([format!("Bearer {token}")]),
+        "{options:?}"
+    );
     client.cancel().await.ok();
 }
 
@@ -315,8 +337,75 @@ async fn au22_token_exchange_gives_the_upstream_its_own_token() {
 
     // The caller's token never reached the upstream, on any request.
     let seen = stack.guard.seen();
-    assert!(seen.iter().all(|value| !value.contains(&caller)), "{seen:?}");
-    assert!(seen.iter().all(|value| value.starts_with("Bearer ")), "{seen:?}");
+    assert!(
+        seen.iter().all(|value| !value.contains(&caller)),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter().all(|value| value.starts_with("Bearer ")),
+        "{seen:?}"
+    );
     client.cancel().await.ok();
     anonymous.cancel().await.ok();
+}
+
+#[cfg(feature = "gateway")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn au22_secrets_never_show_in_debug_output_or_errors() {
+    let auth = AuthServer::shared();
+    let secret = "s3cret-that-is-wrong";
+    let client = OAuthClient::new(auth.token_endpoint(), CLIENT_A, secret).scope("read");
+    let target = HttpTarget::new("http://127.0.0.1:9/mcp")
+        .auth(UpstreamAuth::ClientCredentials(client.clone()));
+    let static_target = HttpTarget::new("http://127.0.0.1:9/mcp").bearer(secret);
+    let exchange = UpstreamAuth::TokenExchange(client);
+    let config: mcp_proxy::gateway::AuthConfig = toml::from_str(&format!(
+        "type = \"client_credentials\"\ntoken_url = \"http://127.0.0.1:9/token\"\nclient_id = \"gw\"\nclient_secret = \"{secret}\"\n"
+    ))
+    .expect("parses, to be refused when used");
+    let refusal = config
+        .upstream_auth(|_| None)
+        .expect_err("an inline secret is refused");
+    for text in [
+        format!("{target:?}"),
+        format!("{static_target:?}"),
+        format!("{exchange:?}"),
+        format!("{config:?}"),
+        refusal,
+    ] {
+        assert!(!text.contains(secret), "{text}");
+    }
+
+    // The authorization server refuses the wrong secret: the error says so, without it.
+    let guard = Arc::new(Guard::default());
+    let upstream = Server::new("upstream");
+    upstream
+        .add_tool(ToolDef::new("whoami", whoami))
+        .expect("tool");
+    let upstream = HttpServer::bind(upstream, "127.0.0.1:0", HttpConfig::new())
+        .await
+        .expect("bind")
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&guard),
+            self::guard,
+        ));
+    let url = format!("http://{}/mcp", upstream.local_addr());
+    let stop = CancellationToken::new();
+    tokio::spawn(upstream.run_until(stop.clone().cancelled_owned()));
+    let client = OAuthClient::new(auth.token_endpoint(), CLIENT_A, secret);
+    let proxy = Upstream::http(
+        "up",
+        HttpTarget::new(url).auth(UpstreamAuth::ClientCredentials(client)),
+    );
+    let error = proxy.list_tools().await.expect_err("no token, no session");
+    for text in [format!("{error:?}"), error.to_string()] {
+        assert!(!text.contains(secret), "{text}");
+        assert!(text.contains("invalid_client"), "{text}");
+    }
+    assert!(
+        guard.seen().is_empty(),
+        "nothing unauthenticated reached the upstream: {:?}",
+        guard.seen()
+    );
+    stop.cancel();
 }
