@@ -46,6 +46,30 @@ pub async fn spawn_demo_http_with(args: &[&str], envs: &[(&str, &str)]) -> DemoH
     DemoHttp { url, _child: child }
 }
 
+/// The demo serving Streamable HTTP on `127.0.0.1:<port>` with extra `args` and `envs` (for
+/// a server that must know its own URL before it starts, such as an OAuth audience).
+#[allow(dead_code)]
+pub async fn spawn_demo_http_on(port: u16, args: &[&str], envs: &[(&str, &str)]) -> DemoHttp {
+    let address = format!("127.0.0.1:{port}");
+    let mut all = vec!["--http", address.as_str()];
+    all.extend_from_slice(args);
+    let (child, url) = spawn_demo(&all, envs, |line| {
+        line.strip_prefix("listening on ")
+            .map(|url| url.trim().to_owned())
+    })
+    .await;
+    DemoHttp { url, _child: child }
+}
+
+/// A TCP port that is free on 127.0.0.1 right now.
+#[allow(dead_code)]
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
+
 /// A `demo worker` process (killed when dropped).
 #[allow(dead_code)]
 pub struct DemoWorker {
