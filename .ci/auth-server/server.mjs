@@ -36,13 +36,17 @@
 // Test-only routes:
 //   POST /test/mint      body {"header": {...}, "claims": {...}}: signs `claims` as they are with
 //                        the server's signing key; the header defaults to {"alg": "RS256",
-//                        "kid": <the key's kid>, "typ": "at+jwt"} and the body's header
+//                        "kid": <the signing key's kid>, "typ": "at+jwt"} and the body's header
 //                        overrides any field. Answers {"token": "<JWS>"}. For expired,
 //                        not-yet-valid, wrong-audience or wrong-issuer tokens with a valid
 //                        signature. The signature is always RS256 with that key, whatever the
 //                        header's `alg` says, except `"alg": "none"`: then it is empty.
 //   GET  /test/counters  {"jwks": <GET requests to /jwks so far>,
 //                         "introspection": <requests to the introspection endpoint so far>}
+//   POST /test/rotate    key rotation: publishes a second RS256 key in the JWKS (the first stays
+//                        published) and signs everything from then on with it. Answers
+//                        {"kid": <the new key's kid>, "previous": <the old one's>}; 409 once
+//                        both keys are published (one rotation per server).
 
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
@@ -78,11 +82,20 @@ const CLIENTS = [
 const OPAQUE_CLIENTS = new Set(['opaque-a', 'opaque-b']);
 const RESOURCE_SERVER_CLIENT = 'rs';
 
-// The signing key, generated at start.
-const { privateKey, publicKey } = await jose.generateKeyPair('RS256', { extractable: true });
-const privateJwk = await jose.exportJWK(privateKey);
-const kid = await jose.calculateJwkThumbprint(privateJwk);
-Object.assign(privateJwk, { kid, alg: 'RS256', use: 'sig' });
+// The signing keys, generated at start: the first is published and signs; the second is
+// held back for /test/rotate.
+async function newKey() {
+  const { privateKey, publicKey } = await jose.generateKeyPair('RS256', { extractable: true });
+  const privateJwk = await jose.exportJWK(privateKey);
+  const kid = await jose.calculateJwkThumbprint(privateJwk);
+  Object.assign(privateJwk, { kid, alg: 'RS256', use: 'sig' });
+  const publicJwk = { ...(await jose.exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' };
+  return { kid, privateKey, privateJwk, publicJwk };
+}
+const KEYS = [await newKey(), await newKey()];
+let published = 1; // how many of KEYS the JWKS shows
+let signer = KEYS[0];
+const publishedJwks = () => ({ keys: KEYS.slice(0, published).map((key) => key.publicJwk) });
 
 const counters = { jwks: 0, introspection: 0 };
 
@@ -111,7 +124,7 @@ function resourceServerInfo(resource, client) {
     scope: SCOPES.join(' '),
     accessTokenTTL: ACCESS_TOKEN_TTL,
     accessTokenFormat: opaque ? 'opaque' : 'jwt',
-    ...(opaque ? {} : { jwt: { sign: { alg: 'RS256', kid } } }),
+    ...(opaque ? {} : { jwt: { sign: { alg: 'RS256', kid: signer.kid } } }),
   };
 }
 
@@ -132,7 +145,7 @@ const provider = new Provider(issuer, {
     response_types: [],
     token_endpoint_auth_method: 'client_secret_basic',
   })),
-  jwks: { keys: [privateJwk] },
+  jwks: { keys: KEYS.map((key) => key.privateJwk) },
   scopes: SCOPES,
   routes: ROUTES,
   cookies: { keys: [jose.base64url.encode(crypto.getRandomValues(new Uint8Array(32)))] },
@@ -165,7 +178,7 @@ async function subjectOf(subjectToken) {
   const looksLikeJwt = subjectToken.split('.').length === 3;
   if (looksLikeJwt) {
     try {
-      const { payload } = await jose.jwtVerify(subjectToken, publicKey, {
+      const { payload } = await jose.jwtVerify(subjectToken, jose.createLocalJWKSet(publishedJwks()), {
         issuer,
         algorithms: ['RS256'],
         requiredClaims: ['exp', 'sub'],
@@ -218,8 +231,8 @@ provider.registerGrantType(TOKEN_EXCHANGE, async (ctx) => {
   };
   if (granted.length) claims.scope = granted.join(' ');
   const accessToken = await new jose.SignJWT(claims)
-    .setProtectedHeader({ alg: 'RS256', kid, typ: 'at+jwt' })
-    .sign(privateKey);
+    .setProtectedHeader({ alg: 'RS256', kid: signer.kid, typ: 'at+jwt' })
+    .sign(signer.privateKey);
 
   ctx.body = {
     access_token: accessToken,
@@ -235,10 +248,10 @@ provider.on('server_error', (ctx, err) => console.error('server_error', err));
 // Why a grant was refused (the answer's error_description is generic for invalid_grant).
 provider.on('grant.error', (ctx, err) => console.error(`grant.error: ${err.error}: ${err.error_detail ?? err.error_description ?? err.message}`));
 
-function sendJson(res, status, body) {
+function sendJson(res, status, body, type = 'application/json') {
   const text = JSON.stringify(body);
   res.writeHead(status, {
-    'content-type': 'application/json; charset=utf-8',
+    'content-type': `${type}; charset=utf-8`,
     'content-length': Buffer.byteLength(text),
     'cache-control': 'no-store',
   });
@@ -265,7 +278,7 @@ async function mint(req, res) {
     return;
   }
   const claims = body?.claims ?? {};
-  const header = { alg: 'RS256', kid, typ: 'at+jwt', ...(body?.header ?? {}) };
+  const header = { alg: 'RS256', kid: signer.kid, typ: 'at+jwt', ...(body?.header ?? {}) };
   if (typeof claims !== 'object' || Array.isArray(claims)) {
     sendJson(res, 400, { error: 'invalid_request', error_description: 'claims must be a JSON object' });
     return;
@@ -279,7 +292,7 @@ async function mint(req, res) {
     }
     const signature = await crypto.subtle.sign(
       { name: 'RSASSA-PKCS1-v1_5' },
-      await crypto.subtle.importKey('jwk', { ...privateJwk, alg: 'RS256' }, { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' }, false, ['sign']),
+      await crypto.subtle.importKey('jwk', { ...signer.privateJwk, alg: 'RS256' }, { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' }, false, ['sign']),
       new TextEncoder().encode(signingInput),
     );
     sendJson(res, 200, { token: `${signingInput}.${jose.base64url.encode(new Uint8Array(signature))}` });
@@ -299,7 +312,23 @@ server.on('request', (req, res) => {
     sendJson(res, 200, counters);
     return;
   }
-  if (path === ROUTES.jwks && req.method === 'GET') counters.jwks += 1;
+  if (path === '/test/rotate' && req.method === 'POST') {
+    if (published === KEYS.length) {
+      sendJson(res, 409, { error: 'already_rotated', error_description: 'this server rotates its key once' });
+      return;
+    }
+    const previous = signer.kid;
+    published += 1;
+    signer = KEYS[published - 1];
+    sendJson(res, 200, { kid: signer.kid, previous });
+    return;
+  }
+  if (path === ROUTES.jwks && req.method === 'GET') {
+    // Only the published keys (oidc-provider's own JWKS would show the held-back one too).
+    counters.jwks += 1;
+    sendJson(res, 200, publishedJwks(), 'application/jwk-set+json');
+    return;
+  }
   if (path === ROUTES.introspection) counters.introspection += 1;
   callback(req, res);
 });

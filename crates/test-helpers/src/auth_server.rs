@@ -14,7 +14,8 @@
 //! through client credentials, for any resource `http://127.0.0.1:*` or `http://localhost:*`
 //! (anything else is `invalid_target`) and the scopes [`SCOPES`], with a lifetime of 300 s.
 //! [`AuthServer::mint`] signs any claims with the server's real key (expired, wrong audience,
-//! wrong issuer...), and [`AuthServer::counters`] counts the JWKS and introspection requests.
+//! wrong issuer...), [`AuthServer::rotate_key`] publishes and switches to a new key, and
+//! [`AuthServer::counters`] counts the JWKS and introspection requests.
 //!
 //! The packages come from `bash .ci/setup`, which installs them into `target/auth-server`
 //! (`MCPKIT_AUTH_SERVER_DIR` names another folder). Without `node` or without them, starting
@@ -311,7 +312,21 @@ impl AuthServer {
     /// # }
     /// ```
     pub async fn start() -> AuthServer {
-        match tokio::task::spawn_blocking(Self::start_blocking).await {
+        Self::start_from(installed_dir()).await
+    }
+
+    /// Like [`start`](Self::start), with the packages that `.ci/setup` installs taken from
+    /// `dir` instead of `MCPKIT_AUTH_SERVER_DIR` or `target/auth-server`.
+    ///
+    /// ```no_run
+    /// # async fn run() {
+    /// let auth = test_helpers::auth_server::AuthServer::start_from("/opt/auth-server").await;
+    /// # drop(auth);
+    /// # }
+    /// ```
+    pub async fn start_from(dir: impl Into<PathBuf>) -> AuthServer {
+        let dir = dir.into();
+        match tokio::task::spawn_blocking(move || Self::start_blocking(dir)).await {
             Ok(server) => server,
             Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
             Err(error) => panic!("starting the authorization server: {error}"),
@@ -327,13 +342,12 @@ impl AuthServer {
     /// assert!(auth.issuer().starts_with("http://127.0.0.1:"));
     /// ```
     pub fn shared() -> &'static AuthServer {
-        SHARED.get_or_init(Self::start_blocking)
+        SHARED.get_or_init(|| Self::start_blocking(installed_dir()))
     }
 
-    fn start_blocking() -> AuthServer {
+    fn start_blocking(dir: PathBuf) -> AuthServer {
         let root = workspace_root();
         let script = root.join(".ci").join("auth-server").join("server.mjs");
-        let dir = installed_dir();
         let lock = root
             .join(".ci")
             .join("auth-server")
@@ -710,6 +724,35 @@ impl AuthServer {
         let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
         match body.get("token").and_then(Value::as_str) {
             Some(token) if status.is_success() => token.to_owned(),
+            _ => panic!("{url} answered {status}: {text}"),
+        }
+    }
+
+    /// Rotates the signing key: a second key appears in the JWKS (the first stays there) and
+    /// signs every token from now on. Returns the new key's `kid`. A server rotates once;
+    /// a second call panics.
+    ///
+    /// ```no_run
+    /// # async fn run(auth: test_helpers::auth_server::AuthServer) {
+    /// use test_helpers::auth_server::jwt_parts;
+    /// let kid = auth.rotate_key().await;
+    /// let token = auth.token("client-a", "http://127.0.0.1:1/mcp", "read").await;
+    /// assert_eq!(jwt_parts(&token).unwrap().0["kid"], kid.as_str());
+    /// # }
+    /// ```
+    pub async fn rotate_key(&self) -> String {
+        let url = format!("{}/test/rotate", self.issuer);
+        let response = self
+            .http
+            .post(&url)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("POST {url}: {e}"));
+        let status = response.status();
+        let text = response.text().await.unwrap_or_default();
+        let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        match body.get("kid").and_then(Value::as_str) {
+            Some(kid) if status.is_success() => kid.to_owned(),
             _ => panic!("{url} answered {status}: {text}"),
         }
     }

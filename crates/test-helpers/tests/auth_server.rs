@@ -341,6 +341,35 @@ async fn au11_counters_count_jwks_fetches_and_introspections() {
 }
 
 #[tokio::test]
+async fn au11_a_rotated_key_is_published_beside_the_old_one_and_signs_from_then_on() {
+    let auth = AuthServer::start().await;
+    let old_token = auth.token(CLIENT_A, RESOURCE, "read").await;
+    let old_kid = jwt_parts(&old_token).expect("a JWT").0["kid"]
+        .as_str()
+        .expect("a kid")
+        .to_owned();
+    assert_eq!(published_kids(&auth).await, vec![old_kid.clone()]);
+
+    let new_kid = auth.rotate_key().await;
+    assert_ne!(new_kid, old_kid);
+    let kids = published_kids(&auth).await;
+    assert_eq!(kids, vec![old_kid.clone(), new_kid.clone()]);
+    for token in [
+        auth.token(CLIENT_B, RESOURCE, "read").await,
+        auth.mint(json!({}), json!({"sub": "x"})).await,
+        auth.exchange(CLIENT_B, SECRET_B, &old_token, UPSTREAM, "")
+            .await
+            .expect("a token signed before the rotation is still good")
+            .access_token,
+    ] {
+        assert_eq!(jwt_parts(&token).expect("a JWT").0["kid"], new_kid.as_str());
+    }
+    // One rotation per server.
+    let again = tokio::spawn(async move { auth.rotate_key().await }).await;
+    assert!(again.is_err_and(|e| e.is_panic()));
+}
+
+#[tokio::test]
 async fn dropping_the_handle_stops_the_server() {
     let auth = AuthServer::start().await;
     let address = auth
@@ -355,6 +384,22 @@ async fn dropping_the_handle_stops_the_server() {
         tokio::net::TcpStream::connect(&address).await.is_err(),
         "{address} still accepts connections"
     );
+}
+
+#[tokio::test]
+async fn a_missing_install_fails_naming_ci_setup() {
+    let empty = std::env::temp_dir().join(format!("no-auth-server-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).expect("a temporary folder");
+    let outcome = tokio::spawn(AuthServer::start_from(empty.clone())).await;
+    std::fs::remove_dir_all(&empty).expect("removing the temporary folder");
+    let panic = outcome.expect_err("no packages, no server").into_panic();
+    let message = panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+        .unwrap_or_default();
+    assert!(message.contains("bash .ci/setup"), "{message}");
+    assert!(message.contains(&empty.display().to_string()), "{message}");
 }
 
 #[test]
