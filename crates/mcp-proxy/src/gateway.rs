@@ -54,6 +54,7 @@ use std::{collections::BTreeMap, path::PathBuf, time::Duration};
 use mcp_core::Server;
 use serde::Deserialize;
 
+pub use crate::front_auth::{AuthSection, IntrospectionSection};
 use crate::{
     CommandTarget, HeaderPolicy, HttpTarget, ProxyError, ProxyServer, ProxyTasks, Upstream,
     UpstreamOptions,
@@ -80,9 +81,11 @@ pub struct GatewayConfig {
     /// Local tasks, when present.
     #[serde(default)]
     pub tasks: Option<TasksSection>,
-    // The gateway's front authentication (an `[auth]` section: mcp-core's resource server,
-    // which puts the caller's principal and `BearerToken` into each request, so that
-    // `type = "token_exchange"` upstreams have a token to exchange) belongs here.
+    /// The HTTP front as an OAuth resource server (`[auth]`, see [`AuthSection`]): it puts
+    /// each caller's principal and token into the request, so `type = "token_exchange"`
+    /// upstreams have a token to exchange.
+    #[serde(default)]
+    pub auth: Option<AuthSection>,
     /// The upstreams, each mounted under its namespace.
     #[serde(default)]
     pub upstream: Vec<UpstreamConfig>,
@@ -365,6 +368,9 @@ pub enum GatewayError {
     /// The server refused a mount or an extension.
     #[error(transparent)]
     Server(#[from] mcp_core::ServerError),
+    /// The `[auth]` section is unusable.
+    #[error("{0}")]
+    Auth(String),
 }
 
 impl GatewayConfig {
@@ -376,6 +382,21 @@ impl GatewayConfig {
     /// ```
     pub fn from_toml(text: &str) -> Result<Self, GatewayError> {
         toml::from_str(text).map_err(|e| GatewayError::Parse(e.to_string()))
+    }
+
+    /// The `HttpConfig` the HTTP front serves with: the `[auth]` resource server when the
+    /// section is present.
+    ///
+    /// ```
+    /// let config = mcp_proxy::gateway::GatewayConfig::from_toml("").unwrap();
+    /// assert!(config.http_config().is_ok());
+    /// ```
+    pub fn http_config(&self) -> Result<mcp_core::HttpConfig, GatewayError> {
+        let config = mcp_core::HttpConfig::new();
+        match &self.auth {
+            Some(auth) => Ok(config.auth(auth.resource_server().map_err(GatewayError::Auth)?)),
+            None => Ok(config),
+        }
     }
 
     /// Reads and parses a TOML config file.

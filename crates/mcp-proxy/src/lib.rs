@@ -34,6 +34,8 @@ mod connection;
 mod error;
 mod forwarding;
 #[cfg(feature = "gateway")]
+mod front_auth;
+#[cfg(feature = "gateway")]
 pub mod gateway;
 pub mod headers;
 pub mod listing;

@@ -10,7 +10,7 @@
 use std::{net::SocketAddr, path::PathBuf};
 
 use clap::Parser;
-use mcp_core::{HttpConfig, HttpServer};
+use mcp_core::HttpServer;
 use mcp_proxy::gateway::GatewayConfig;
 
 /// mimalloc: with glibc's allocator a gateway under load spends about a quarter of its CPU
@@ -42,10 +42,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         )
         .init();
     let cli = Cli::parse();
-    let server = GatewayConfig::load(&cli.config)?.build().await?;
+    let config = GatewayConfig::load(&cli.config)?;
+    if cli.http.is_none() && config.auth.is_some() {
+        return Err("[auth] protects the HTTP front: serve it with --http".into());
+    }
+    // Checked before connecting the upstreams, so a bad section fails at once.
+    let http_config = config.http_config()?;
+    let server = config.build().await?;
     match cli.http {
         Some(addr) => {
-            let http = HttpServer::bind(server, addr, HttpConfig::new()).await?;
+            let http = HttpServer::bind(server, addr, http_config).await?;
             eprintln!("listening on http://{}/mcp", http.local_addr());
             http.run_until(async {
                 let _ = tokio::signal::ctrl_c().await;
