@@ -721,3 +721,47 @@ async fn au7_required_scopes_names_every_scope_in_the_tree_once() {
     assert_eq!(guarded_server().required_scopes(), ["admin", "users:read"]);
     assert!(Server::new("open").required_scopes().is_empty());
 }
+
+#[tokio::test]
+async fn au18_over_stdio_with_hiding_off_a_denied_call_is_invalid_request_naming_the_scopes() {
+    let pair = in_memory(
+        guarded_server().hide_unauthorized(false),
+        Lifecycle::Modern,
+        false,
+    )
+    .await
+    .unwrap();
+    assert_eq!(pair.client.list_all_tools().await.unwrap().len(), 2);
+    let params = mcp_core::types::CallToolRequestParams::new("secret");
+    let Err(rmcp::ServiceError::McpError(denied)) = pair.client.call_tool_once(params).await else {
+        panic!("expected a JSON-RPC error");
+    };
+    assert_eq!(denied.code.0, -32600);
+    assert_eq!(
+        denied.message,
+        "Insufficient scope for tool 'secret': it needs admin"
+    );
+    assert_eq!(denied.data, Some(json!({ "scopes": ["admin"] })));
+    pair.client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn au7_authorize_sees_a_requirement_added_to_a_child_after_mounting() {
+    let child = Server::new("child");
+    let root = Server::new("root");
+    root.mount(&child, "child").unwrap();
+    assert_eq!(
+        root.authorize(None, Operation::CallTool("child_late")),
+        Access::Allowed
+    );
+    child
+        .add_tool(ToolDef::new("late", || async {}).requires(["late"]))
+        .unwrap();
+    assert_eq!(
+        root.authorize(None, Operation::CallTool("child_late")),
+        Access::Denied {
+            scopes: vec!["late".into()]
+        }
+    );
+    assert_eq!(root.required_scopes(), ["late"]);
+}
