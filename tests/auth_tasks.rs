@@ -10,7 +10,10 @@ use mcpkit::{
     MountOptions, Server, ToolCall, ToolDef,
     auth::{BearerToken, Principal},
     tasks::TasksExtension,
-    types::{CallToolResponse, ErrorData, GetTaskResult, InputResponses, JsonObject, TaskPayload, TaskStatus},
+    types::{
+        CallToolResponse, ErrorData, GetTaskResult, InputResponses, JsonObject, TaskPayload,
+        TaskStatus,
+    },
 };
 use serde_json::{Value, json};
 use test_helpers::tasks::{TERMINAL, TaskClient, opted_in_scope, running_task_server};
@@ -57,10 +60,7 @@ fn server(release: Arc<Notify>) -> Server {
         .unwrap();
     child
         .add_tool(
-            ToolDef::new("token", |t: Option<BearerToken>| async move {
-                t.is_some()
-            })
-            .task(true),
+            ToolDef::new("token", |t: Option<BearerToken>| async move { t.is_some() }).task(true),
         )
         .unwrap();
     let root = Server::new("root");
@@ -76,8 +76,11 @@ fn server(release: Arc<Notify>) -> Server {
         .task(true),
     )
     .unwrap();
-    root.mount(&child, MountOptions::new().namespace("child").requires(["child"]))
-        .unwrap();
+    root.mount(
+        &child,
+        MountOptions::new().namespace("child").requires(["child"]),
+    )
+    .unwrap();
     root
 }
 
@@ -113,11 +116,21 @@ async fn au19_another_principals_tasks_requests_answer_as_for_an_unknown_id() {
         ("anonymous", TaskClient::new(&root), TaskClient::new(&twin)),
     ] {
         let denied: ErrorData = client.get(id).await.unwrap_err();
-        assert_eq!(denied, unknown.get(id).await.unwrap_err(), "{who}: tasks/get");
+        assert_eq!(
+            denied,
+            unknown.get(id).await.unwrap_err(),
+            "{who}: tasks/get"
+        );
         assert_eq!(denied.code.0, -32602, "{who}");
         assert_eq!(
-            client.update(id, InputResponses::default()).await.unwrap_err(),
-            unknown.update(id, InputResponses::default()).await.unwrap_err(),
+            client
+                .update(id, InputResponses::default())
+                .await
+                .unwrap_err(),
+            unknown
+                .update(id, InputResponses::default())
+                .await
+                .unwrap_err(),
             "{who}: tasks/update"
         );
         assert_eq!(
@@ -187,7 +200,11 @@ async fn au20_the_worker_never_gets_the_submitters_raw_token() {
         .await
         .unwrap();
     assert_eq!(completed(&done)["structuredContent"]["result"], false);
-    assert!(!serde_json::to_string(&done).unwrap().contains("raw-access-token"));
+    assert!(
+        !serde_json::to_string(&done)
+            .unwrap()
+            .contains("raw-access-token")
+    );
 
     // The same tool called directly with a token sees it.
     let direct = root

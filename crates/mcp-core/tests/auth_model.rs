@@ -26,7 +26,11 @@ fn caller(scopes: &[&str]) -> RequestScope {
     )
 }
 
-async fn call(server: &Server, name: &str, scope: RequestScope) -> Result<CallToolResult, ErrorData> {
+async fn call(
+    server: &Server,
+    name: &str,
+    scope: RequestScope,
+) -> Result<CallToolResult, ErrorData> {
     match server.call(ToolCall::new(name).scope(scope)).await? {
         CallToolResponse::Complete(result) => Ok(result),
         other => panic!("expected a complete result, got {other:?}"),
@@ -93,7 +97,10 @@ async fn au18_tool_requirement_denies_callers_without_the_scope() {
         "secret"
     );
     assert!(call(&server, "secret", caller(&["read"])).await.is_err());
-    assert!(call(&server, "secret", RequestScope::new()).await.is_err(), "anonymous");
+    assert!(
+        call(&server, "secret", RequestScope::new()).await.is_err(),
+        "anonymous"
+    );
     assert!(call(&server, "open", RequestScope::new()).await.is_ok());
 }
 
@@ -129,28 +136,40 @@ async fn au18_denied_tool_resource_template_and_prompt_answer_as_unknown_ones() 
         assert_eq!(denied, unknown);
     }
     // With the scopes, each is served.
-    assert!(server
-        .read(ResourceRead::new("data://secret").scope(caller(&["admin"])))
-        .await
-        .is_ok());
-    assert!(server
-        .read(ResourceRead::new("users://42").scope(caller(&["users:read"])))
-        .await
-        .is_ok());
-    assert!(server
-        .render(PromptGet::new("secret").scope(caller(&["admin"])))
-        .await
-        .is_ok());
+    assert!(
+        server
+            .read(ResourceRead::new("data://secret").scope(caller(&["admin"])))
+            .await
+            .is_ok()
+    );
+    assert!(
+        server
+            .read(ResourceRead::new("users://42").scope(caller(&["users:read"])))
+            .await
+            .is_ok()
+    );
+    assert!(
+        server
+            .render(PromptGet::new("secret").scope(caller(&["admin"])))
+            .await
+            .is_ok()
+    );
 }
 
 #[tokio::test]
 async fn au18_each_listing_hides_what_the_caller_may_not_use() {
     let server = guarded_server();
     assert_eq!(tool_names(&server, caller(&["read"])).await, ["open"]);
-    assert_eq!(tool_names(&server, caller(&["admin"])).await, ["open", "secret"]);
+    assert_eq!(
+        tool_names(&server, caller(&["admin"])).await,
+        ["open", "secret"]
+    );
 
     let uris = |listed: Vec<mcp_core::ResourceInfo>| {
-        listed.iter().map(|r| r.uri().to_owned()).collect::<Vec<_>>()
+        listed
+            .iter()
+            .map(|r| r.uri().to_owned())
+            .collect::<Vec<_>>()
     };
     assert_eq!(
         uris(server.list_resources_in(RequestScope::new()).await.unwrap()),
@@ -163,16 +182,29 @@ async fn au18_each_listing_hides_what_the_caller_may_not_use() {
 
     let templates = |listed: Vec<mcp_core::TemplateInfo>| listed.len();
     assert_eq!(
-        templates(server.list_resource_templates_in(caller(&["admin"])).await.unwrap()),
+        templates(
+            server
+                .list_resource_templates_in(caller(&["admin"]))
+                .await
+                .unwrap()
+        ),
         0
     );
     assert_eq!(
-        templates(server.list_resource_templates_in(caller(&["users:read"])).await.unwrap()),
+        templates(
+            server
+                .list_resource_templates_in(caller(&["users:read"]))
+                .await
+                .unwrap()
+        ),
         1
     );
 
     let prompts = |listed: Vec<mcp_core::PromptInfo>| {
-        listed.iter().map(|p| p.name().to_owned()).collect::<Vec<_>>()
+        listed
+            .iter()
+            .map(|p| p.name().to_owned())
+            .collect::<Vec<_>>()
     };
     assert_eq!(
         prompts(server.list_prompts_in(RequestScope::new()).await.unwrap()),
@@ -187,15 +219,38 @@ async fn au18_each_listing_hides_what_the_caller_may_not_use() {
 #[tokio::test]
 async fn au18_hide_unauthorized_false_lists_everything_and_denies_with_the_scopes() {
     let server = guarded_server().hide_unauthorized(false);
-    assert_eq!(tool_names(&server, RequestScope::new()).await, ["open", "secret"]);
-    assert_eq!(server.list_resources_in(RequestScope::new()).await.unwrap().len(), 2);
     assert_eq!(
-        server.list_resource_templates_in(RequestScope::new()).await.unwrap().len(),
+        tool_names(&server, RequestScope::new()).await,
+        ["open", "secret"]
+    );
+    assert_eq!(
+        server
+            .list_resources_in(RequestScope::new())
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        server
+            .list_resource_templates_in(RequestScope::new())
+            .await
+            .unwrap()
+            .len(),
         1
     );
-    assert_eq!(server.list_prompts_in(RequestScope::new()).await.unwrap().len(), 2);
+    assert_eq!(
+        server
+            .list_prompts_in(RequestScope::new())
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
 
-    let denied = call(&server, "secret", caller(&["read"])).await.unwrap_err();
+    let denied = call(&server, "secret", caller(&["read"]))
+        .await
+        .unwrap_err();
     assert_eq!(denied.code.0, -32600);
     assert!(denied.message.contains("admin"), "{}", denied.message);
     let denied = server
@@ -204,10 +259,7 @@ async fn au18_hide_unauthorized_false_lists_everything_and_denies_with_the_scope
         .unwrap_err();
     assert_eq!(denied.code.0, -32600);
     assert!(denied.message.contains("users:read"), "{}", denied.message);
-    let denied = server
-        .render(PromptGet::new("secret"))
-        .await
-        .unwrap_err();
+    let denied = server.render(PromptGet::new("secret")).await.unwrap_err();
     assert_eq!(denied.code.0, -32600);
 }
 
@@ -224,11 +276,17 @@ fn nested() -> Server {
     grandchild.prompt("hint", || async { "hint" }).unwrap();
     let child = Server::new("child");
     child
-        .mount(&grandchild, MountOptions::new().namespace("gc").requires(["inner"]))
+        .mount(
+            &grandchild,
+            MountOptions::new().namespace("gc").requires(["inner"]),
+        )
         .unwrap();
     let root = Server::new("root");
-    root.mount(&child, MountOptions::new().namespace("child").requires(["outer"]))
-        .unwrap();
+    root.mount(
+        &child,
+        MountOptions::new().namespace("child").requires(["outer"]),
+    )
+    .unwrap();
     root.tool("top", || async { "top" }).unwrap();
     root
 }
@@ -236,32 +294,52 @@ fn nested() -> Server {
 #[tokio::test]
 async fn au18_nested_mount_requirements_stack_with_the_components() {
     let root = nested();
-    assert!(call(&root, "child_gc_deep", caller(&["outer", "inner", "tool"])).await.is_ok());
-    for partial in [&["inner", "tool"][..], &["outer", "tool"], &["outer", "inner"]] {
+    assert!(
+        call(&root, "child_gc_deep", caller(&["outer", "inner", "tool"]))
+            .await
+            .is_ok()
+    );
+    for partial in [
+        &["inner", "tool"][..],
+        &["outer", "tool"],
+        &["outer", "inner"],
+    ] {
         assert!(
             call(&root, "child_gc_deep", caller(partial)).await.is_err(),
             "{partial:?}"
         );
     }
     // A component without a requirement of its own still needs both mounts' scopes.
-    assert!(call(&root, "child_gc_plain", caller(&["outer"])).await.is_err());
-    assert!(call(&root, "child_gc_plain", caller(&["outer", "inner"])).await.is_ok());
-    assert!(root
-        .read(ResourceRead::new("data://child/gc/gc").scope(caller(&["outer"])))
-        .await
-        .is_err());
-    assert!(root
-        .read(ResourceRead::new("data://child/gc/gc").scope(caller(&["outer", "inner"])))
-        .await
-        .is_ok());
-    assert!(root
-        .render(PromptGet::new("child_gc_hint").scope(caller(&["inner"])))
-        .await
-        .is_err());
-    assert!(root
-        .render(PromptGet::new("child_gc_hint").scope(caller(&["outer", "inner"])))
-        .await
-        .is_ok());
+    assert!(
+        call(&root, "child_gc_plain", caller(&["outer"]))
+            .await
+            .is_err()
+    );
+    assert!(
+        call(&root, "child_gc_plain", caller(&["outer", "inner"]))
+            .await
+            .is_ok()
+    );
+    assert!(
+        root.read(ResourceRead::new("data://child/gc/gc").scope(caller(&["outer"])))
+            .await
+            .is_err()
+    );
+    assert!(
+        root.read(ResourceRead::new("data://child/gc/gc").scope(caller(&["outer", "inner"])))
+            .await
+            .is_ok()
+    );
+    assert!(
+        root.render(PromptGet::new("child_gc_hint").scope(caller(&["inner"])))
+            .await
+            .is_err()
+    );
+    assert!(
+        root.render(PromptGet::new("child_gc_hint").scope(caller(&["outer", "inner"])))
+            .await
+            .is_ok()
+    );
 
     assert_eq!(tool_names(&root, caller(&["inner", "tool"])).await, ["top"]);
     assert_eq!(
@@ -301,9 +379,18 @@ async fn au7_authorize_names_every_scope_of_the_mounts_and_the_component() {
         root.authorize(Some(&full), Operation::CallTool("child_gc_deep")),
         Access::Allowed
     );
-    assert_eq!(root.authorize(None, Operation::CallTool("top")), Access::Allowed);
-    assert_eq!(root.authorize(None, Operation::CallTool("nothing")), Access::Allowed);
-    assert_eq!(root.authorize(None, Operation::Other("tasks/get")), Access::Allowed);
+    assert_eq!(
+        root.authorize(None, Operation::CallTool("top")),
+        Access::Allowed
+    );
+    assert_eq!(
+        root.authorize(None, Operation::CallTool("nothing")),
+        Access::Allowed
+    );
+    assert_eq!(
+        root.authorize(None, Operation::Other("tasks/get")),
+        Access::Allowed
+    );
     // The child answers for its own subtree: only the inner mount and the tool.
     let child = &root.mounted()[0];
     assert_eq!(
@@ -334,12 +421,18 @@ async fn au7_authorize_resolves_templates_renames_and_versions_like_dispatch() {
         .add_tool(ToolDef::new("calc", || async { 1 }).version("1.0"))
         .unwrap();
     child
-        .add_tool(ToolDef::new("calc", || async { 2 }).version("2.0").requires(["v2"]))
+        .add_tool(
+            ToolDef::new("calc", || async { 2 })
+                .version("2.0")
+                .requires(["v2"]),
+        )
         .unwrap();
     let root = Server::new("root");
     root.mount(
         &child,
-        MountOptions::new().namespace("c").rename_tool("orig", "new"),
+        MountOptions::new()
+            .namespace("c")
+            .rename_tool("orig", "new"),
     )
     .unwrap();
     let denied = |scope: &str| Access::Denied {
@@ -349,14 +442,27 @@ async fn au7_authorize_resolves_templates_renames_and_versions_like_dispatch() {
         root.authorize(None, Operation::ReadResource("users://c/9")),
         denied("users:read")
     );
-    assert_eq!(root.authorize(None, Operation::CallTool("c_new")), denied("renamed"));
+    assert_eq!(
+        root.authorize(None, Operation::CallTool("c_new")),
+        denied("renamed")
+    );
     // The old name is not reachable at all: unknown, so allowed (dispatch answers it).
-    assert_eq!(root.authorize(None, Operation::CallTool("c_orig")), Access::Allowed);
+    assert_eq!(
+        root.authorize(None, Operation::CallTool("c_orig")),
+        Access::Allowed
+    );
     // Without a version, dispatch picks 2.0, which needs `v2`.
-    assert_eq!(root.authorize(None, Operation::CallTool("c_calc")), denied("v2"));
+    assert_eq!(
+        root.authorize(None, Operation::CallTool("c_calc")),
+        denied("v2")
+    );
     // Dispatch agrees: 2.0 is refused, 1.0 selected explicitly is served.
     assert!(root.call(ToolCall::new("c_calc")).await.is_err());
-    assert!(root.call(ToolCall::new("c_calc").version("1.0")).await.is_ok());
+    assert!(
+        root.call(ToolCall::new("c_calc").version("1.0"))
+            .await
+            .is_ok()
+    );
 }
 
 #[tokio::test]
@@ -375,7 +481,11 @@ async fn au18_a_predicate_over_the_claims_decides() {
         RequestScope::new().with_principal(Principal::new("app").with_claims(claims))
     };
     assert!(call(&server, "billing", with_tenant("acme")).await.is_ok());
-    assert!(call(&server, "billing", with_tenant("other")).await.is_err());
+    assert!(
+        call(&server, "billing", with_tenant("other"))
+            .await
+            .is_err()
+    );
     assert!(call(&server, "billing", RequestScope::new()).await.is_err());
     let other = Principal::new("app");
     assert_eq!(
@@ -417,9 +527,17 @@ async fn au18_the_root_scope_matcher_decides_for_mounted_components() {
         Access::Allowed
     );
     // Exact matching elsewhere: `files` does not cover `files:read`.
-    assert!(call(&plain, "child_read", caller(&["files"])).await.is_err());
+    assert!(
+        call(&plain, "child_read", caller(&["files"]))
+            .await
+            .is_err()
+    );
     // Nor does `files:read` cover `files`, with the hierarchy.
-    assert!(call(&root, "child_read", caller(&["files:write"])).await.is_err());
+    assert!(
+        call(&root, "child_read", caller(&["files:write"]))
+            .await
+            .is_err()
+    );
 }
 
 /// Counts the calls that reach the interceptors.
@@ -452,7 +570,11 @@ async fn au18_a_denied_call_never_reaches_extension_interceptors() {
     assert_eq!(seen.load(Ordering::SeqCst), 1);
     // Without middleware (and interceptors) the check still applies.
     let skipped = server
-        .call(ToolCall::new("secret").scope(caller(&["read"])).without_middleware())
+        .call(
+            ToolCall::new("secret")
+                .scope(caller(&["read"]))
+                .without_middleware(),
+        )
         .await;
     assert!(skipped.is_err());
 }
@@ -494,7 +616,11 @@ async fn au17_tools_read_the_principal_its_claims_and_an_optional_one() {
 
     let anonymous = call(&server, "whoami", RequestScope::new()).await.unwrap();
     assert_eq!(anonymous.is_error, Some(true));
-    assert!(text(&anonymous).contains("authenticated caller"), "{}", text(&anonymous));
+    assert!(
+        text(&anonymous).contains("authenticated caller"),
+        "{}",
+        text(&anonymous)
+    );
 
     let maybe = call(&server, "maybe", RequestScope::new()).await.unwrap();
     assert_eq!(maybe.structured_content.unwrap()["result"], "anonymous");
@@ -540,10 +666,20 @@ async fn au18_over_stdio_an_anonymous_client_neither_sees_nor_calls_guarded_comp
     let prompts = pair.client.list_all_prompts().await.unwrap();
     assert_eq!(prompts.len(), 1);
     assert_eq!(pair.client.list_all_resources().await.unwrap().len(), 1);
-    assert!(pair.client.list_all_resource_templates().await.unwrap().is_empty());
+    assert!(
+        pair.client
+            .list_all_resource_templates()
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
     let params = mcp_core::types::CallToolRequestParams::new("secret");
-    let denied = pair.client.call_tool_once(params.clone()).await.unwrap_err();
+    let denied = pair
+        .client
+        .call_tool_once(params.clone())
+        .await
+        .unwrap_err();
     let unknown = twin.client.call_tool_once(params).await.unwrap_err();
     let (rmcp::ServiceError::McpError(denied), rmcp::ServiceError::McpError(unknown)) =
         (denied, unknown)
@@ -577,4 +713,55 @@ async fn au18_middleware_still_sees_the_principal() {
     server.add_middleware(Spy(Arc::clone(&seen)));
     let _ = call(&server, "secret", caller(&["admin"])).await.unwrap();
     assert_eq!(*seen.lock().unwrap(), ["web-app"]);
+}
+
+#[tokio::test]
+async fn au7_required_scopes_names_every_scope_in_the_tree_once() {
+    assert_eq!(nested().required_scopes(), ["outer", "inner", "tool"]);
+    assert_eq!(guarded_server().required_scopes(), ["admin", "users:read"]);
+    assert!(Server::new("open").required_scopes().is_empty());
+}
+
+#[tokio::test]
+async fn au18_over_stdio_with_hiding_off_a_denied_call_is_invalid_request_naming_the_scopes() {
+    let pair = in_memory(
+        guarded_server().hide_unauthorized(false),
+        Lifecycle::Modern,
+        false,
+    )
+    .await
+    .unwrap();
+    assert_eq!(pair.client.list_all_tools().await.unwrap().len(), 2);
+    let params = mcp_core::types::CallToolRequestParams::new("secret");
+    let Err(rmcp::ServiceError::McpError(denied)) = pair.client.call_tool_once(params).await else {
+        panic!("expected a JSON-RPC error");
+    };
+    assert_eq!(denied.code.0, -32600);
+    assert_eq!(
+        denied.message,
+        "Insufficient scope for tool 'secret': it needs admin"
+    );
+    assert_eq!(denied.data, Some(json!({ "scopes": ["admin"] })));
+    pair.client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn au7_authorize_sees_a_requirement_added_to_a_child_after_mounting() {
+    let child = Server::new("child");
+    let root = Server::new("root");
+    root.mount(&child, "child").unwrap();
+    assert_eq!(
+        root.authorize(None, Operation::CallTool("child_late")),
+        Access::Allowed
+    );
+    child
+        .add_tool(ToolDef::new("late", || async {}).requires(["late"]))
+        .unwrap();
+    assert_eq!(
+        root.authorize(None, Operation::CallTool("child_late")),
+        Access::Denied {
+            scopes: vec!["late".into()]
+        }
+    );
+    assert_eq!(root.required_scopes(), ["late"]);
 }

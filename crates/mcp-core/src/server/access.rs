@@ -186,6 +186,54 @@ impl Server {
         }
     }
 
+    /// Every scope something in this server's tree requires (components and mounts),
+    /// without repeats, in the order found: for `scopes_supported` in the protected
+    /// resource metadata, say.
+    ///
+    /// ```
+    /// use mcp_core::{MountOptions, Server, ToolDef};
+    /// let child = Server::new("child");
+    /// child.add_tool(ToolDef::new("t", || async {}).requires(["write", "child"])).unwrap();
+    /// let server = Server::new("s");
+    /// server.add_tool(ToolDef::new("r", || async {}).requires(["read"])).unwrap();
+    /// server.mount(&child, MountOptions::new().namespace("child").requires(["child"])).unwrap();
+    /// assert_eq!(server.required_scopes(), ["read", "child", "write"]);
+    /// assert!(Server::new("open").required_scopes().is_empty());
+    /// ```
+    pub fn required_scopes(&self) -> Vec<String> {
+        let mut scopes = Vec::new();
+        if self.is_guarded() {
+            self.collect_scopes(&mut scopes);
+        }
+        scopes
+    }
+
+    fn collect_scopes(&self, scopes: &mut Vec<String>) {
+        fn add(scopes: &mut Vec<String>, requirement: &Requirement) {
+            for scope in requirement.required_scopes() {
+                if !scopes.contains(scope) {
+                    scopes.push(scope.clone());
+                }
+            }
+        }
+        for tool in self.inner.tools.load().iter() {
+            add(scopes, &tool.requirement);
+        }
+        for resource in self.inner.resources.load().iter() {
+            add(scopes, &resource.core.requirement);
+        }
+        for template in self.inner.templates.load().iter() {
+            add(scopes, &template.core.requirement);
+        }
+        for prompt in self.inner.prompts.load().iter() {
+            add(scopes, &prompt.requirement);
+        }
+        for mount in self.inner.mounts.load().iter() {
+            add(scopes, &mount.requirement);
+            mount.child.collect_scopes(scopes);
+        }
+    }
+
     /// Whether anything in this server's tree has a requirement.
     pub(crate) fn is_guarded(&self) -> bool {
         self.inner.guarded.load(Ordering::Acquire)

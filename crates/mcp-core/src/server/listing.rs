@@ -9,9 +9,9 @@ use mcp_types::ErrorData;
 
 use super::{Server, Visibility};
 use crate::{
-    BoxFuture, Context, ListPrompts, auth::Requirement, ListResourceTemplates, ListResources, ListTools, Message,
-    PromptInfo, Reply, ResourceInfo, TemplateInfo, ToolInfo, middleware::run_chain, mount::Mount,
-    version::Version,
+    BoxFuture, Context, ListPrompts, ListResourceTemplates, ListResources, ListTools, Message,
+    PromptInfo, Reply, ResourceInfo, TemplateInfo, ToolInfo, auth::Requirement,
+    middleware::run_chain, mount::Mount, version::Version,
 };
 
 /// One kind of listed component.
@@ -82,8 +82,8 @@ impl Server {
     ) -> Result<Vec<L>, ErrorData> {
         let visibility: Arc<Visibility> = self.inner.visibility.load_full();
         // What the caller may not use is left out (per caller: no list_changed for it).
-        let matcher = (self.is_guarded() && cx.root().hides_unauthorized())
-            .then(|| cx.root().matcher());
+        let matcher =
+            (self.is_guarded() && cx.root().hides_unauthorized()).then(|| cx.root().matcher());
         let usable = |requirement: &Requirement| {
             matcher
                 .as_ref()
