@@ -13,6 +13,11 @@
 //!   with the caller's token. The proxy's own requests (the handshake, listings) use a
 //!   client-credentials token of the same client for the same resource.
 //!
+//! Token exchange suits 2026-07-28 upstreams, where every request stands alone. On a
+//! 2025-11-25 session the proxy opens one session with its own token and sends each
+//! caller's requests on it with that caller's exchanged token: an upstream that binds a
+//! session to the principal that opened it refuses them.
+//!
 //! When the upstream answers `401`, the token that was used is dropped, a new one is
 //! fetched and the request is sent once more; a second `401` fails the request.
 //!
