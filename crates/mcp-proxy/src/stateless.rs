@@ -255,6 +255,10 @@ fn lost_or_protocol(error: StreamableHttpError<reqwest::Error>) -> PostError {
         StreamableHttpError::UnexpectedEndOfStream => {
             PostError::Lost("the response ended early".to_owned())
         }
+        StreamableHttpError::AuthRequired(challenge) => PostError::Protocol(format!(
+            "the upstream refused the proxy's token (HTTP 401, {})",
+            challenge.www_authenticate_header
+        )),
         other => PostError::Protocol(other.to_string()),
     }
 }

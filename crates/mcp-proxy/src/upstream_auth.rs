@@ -13,6 +13,11 @@
 //!   with the caller's token. The proxy's own requests (the handshake, listings) use a
 //!   client-credentials token of the same client for the same resource.
 //!
+//! Token exchange suits 2026-07-28 upstreams, where every request stands alone. On a
+//! 2025-11-25 session the proxy opens one session with its own token and sends each
+//! caller's requests on it with that caller's exchanged token: an upstream that binds a
+//! session to the principal that opened it refuses them.
+//!
 //! When the upstream answers `401`, the token that was used is dropped, a new one is
 //! fetched and the request is sent once more; a second `401` fails the request.
 //!
@@ -600,7 +605,120 @@ fn redact(text: String, url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashSet;
+
     use super::*;
+
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A token endpoint on 127.0.0.1 that issues `token-<n>` (with `expires_in`) and counts
+    /// its requests.
+    async fn token_endpoint(expires_in: u64) -> (String, Arc<AtomicUsize>) {
+        let count = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&count);
+        let app = axum::Router::new().route(
+            "/token",
+            axum::routing::post(move || {
+                let n = counted.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    axum::Json(serde_json::json!({
+                        "access_token": format!("token-{n}"),
+                        "token_type": "Bearer",
+                        "expires_in": expires_in,
+                    }))
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}/token", listener.local_addr().expect("addr"));
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (url, count)
+    }
+
+    fn exchange(url: &str, max_cached: usize) -> Credentials {
+        let client = OAuthClient::new(url, "gw", "secret").max_cached_tokens(max_cached);
+        Credentials::new(
+            &UpstreamAuth::TokenExchange(client),
+            "http://127.0.0.1:9/mcp",
+            reqwest::Client::new(),
+        )
+    }
+
+    #[tokio::test]
+    async fn au22_exchanged_tokens_are_cached_per_caller_within_the_bound() {
+        let (url, fetches) = token_endpoint(300).await;
+        let credentials = exchange(&url, 2);
+        let callers = [
+            BearerToken::new("caller-1"),
+            BearerToken::new("caller-2"),
+            BearerToken::new("caller-3"),
+        ];
+        let mut tokens = Vec::new();
+        for caller in &callers {
+            tokens.push(
+                credentials
+                    .for_caller(Some(caller))
+                    .await
+                    .expect("a token")
+                    .token,
+            );
+        }
+        assert_eq!(fetches.load(Ordering::SeqCst), 3);
+        // Caller 3 is cached; caller 1 (the oldest) made room for it.
+        let again = credentials
+            .for_caller(Some(&callers[2]))
+            .await
+            .expect("cached");
+        assert_eq!(again.token, tokens[2]);
+        assert_eq!(fetches.load(Ordering::SeqCst), 3);
+        let refetched = credentials
+            .for_caller(Some(&callers[0]))
+            .await
+            .expect("fetched");
+        assert_ne!(refetched.token, tokens[0]);
+        assert_eq!(fetches.load(Ordering::SeqCst), 4);
+        // No caller token, no exchange (and no request).
+        assert!(matches!(
+            credentials.for_caller(None).await,
+            Err(TokenError::NoCallerToken)
+        ));
+        assert_eq!(fetches.load(Ordering::SeqCst), 4);
+    }
+
+    #[tokio::test]
+    async fn au22_a_token_past_most_of_its_lifetime_is_fetched_again() {
+        // `expires_in: 0`: every use is past 80 % of its lifetime.
+        let (url, fetches) = token_endpoint(0).await;
+        let credentials = Credentials::new(
+            &UpstreamAuth::ClientCredentials(OAuthClient::new(&url, "gw", "secret")),
+            "http://127.0.0.1:9/mcp",
+            reqwest::Client::new(),
+        );
+        let first = credentials.own().await.expect("a token");
+        let second = credentials.own().await.expect("a token");
+        assert_ne!(first.token, second.token);
+        assert_eq!(fetches.load(Ordering::SeqCst), 2);
+        // A long-lived one is kept, and concurrent callers share one fetch.
+        let (url, fetches) = token_endpoint(300).await;
+        let credentials = Arc::new(Credentials::new(
+            &UpstreamAuth::ClientCredentials(OAuthClient::new(&url, "gw", "secret")),
+            "http://127.0.0.1:9/mcp",
+            reqwest::Client::new(),
+        ));
+        let calls = (0..8).map(|_| {
+            let credentials = Arc::clone(&credentials);
+            tokio::spawn(async move { credentials.own().await.map(|t| t.token) })
+        });
+        let tokens: HashSet<Arc<str>> = futures::future::join_all(calls)
+            .await
+            .into_iter()
+            .map(|joined| joined.expect("joined").expect("a token"))
+            .collect();
+        assert_eq!(tokens.len(), 1);
+        assert_eq!(fetches.load(Ordering::SeqCst), 1);
+    }
 
     #[test]
     fn debug_output_never_shows_a_secret() {

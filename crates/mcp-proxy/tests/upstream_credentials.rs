@@ -288,7 +288,8 @@ async fn au22_token_is_refreshed() {
         .await
         .expect_err("refused twice, the call fails");
     assert_eq!(stack.guard.seen().len() - before, 2, "{error}");
-    assert!(error.contains("up"), "{error}");
+    assert!(error.contains("upstream 'up'"), "{error}");
+    assert!(error.contains("401"), "{error}");
     assert!(!error.contains(SECRET_B), "{error}");
 
     // And the proxy is not stuck: once the upstream takes tokens again, calls succeed.
