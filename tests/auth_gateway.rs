@@ -1,0 +1,125 @@
+//! The gateway in front of the demo, both OAuth resource servers (issue 13, AU5, AU21,
+//! AU22): the gateway's `[auth]` front verifies the caller's token (its audience is the
+//! gateway), and its upstream gets a token of its own through RFC 8693 token exchange; the
+//! caller's token would not do there (another audience), and is never passed on.
+
+mod common;
+
+use mcpkit::HttpServer;
+use mcp_proxy::gateway::GatewayConfig;
+use serde_json::{Value, json};
+use test_helpers::auth_server::{AuthServer, CLIENT_A, CLIENT_B, SECRET_B};
+
+/// The environment variable the gateway reads its exchange client's secret from.
+const SECRET_ENV: &str = "MCPKIT_AUTH_GATEWAY_TEST_SECRET";
+
+async fn post(url: &str, token: Option<&str>, method: &str, mut params: Value) -> (u16, Value) {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "auth-gateway", "version": "0"},
+    });
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if let Some(name) = params.get("name").and_then(Value::as_str) {
+        request = request.header("mcp-name", name);
+    }
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request
+        .body(json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string())
+        .send()
+        .await
+        .expect("POST");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+// One thread: the secret is put into the environment before anything else runs.
+#[tokio::test(flavor = "current_thread")]
+async fn au21_au22_the_gateway_verifies_callers_and_exchanges_their_tokens_for_the_demo() {
+    // SAFETY: set once, before this test starts any other thread.
+    unsafe { std::env::set_var(SECRET_ENV, SECRET_B) };
+    let auth = AuthServer::shared();
+    let demo_port = common::free_port();
+    let demo_url = format!("http://127.0.0.1:{demo_port}/mcp");
+    let demo = common::spawn_demo_http_on(
+        demo_port,
+        &["--auth-issuer", auth.issuer(), "--auth-audience", &demo_url],
+        &[],
+    )
+    .await;
+    let gateway_port = common::free_port();
+    let gateway_url = format!("http://127.0.0.1:{gateway_port}/mcp");
+    let config = GatewayConfig::from_toml(&format!(
+        r#"
+        name = "front"
+        [auth]
+        resource = {gateway_url:?}
+        issuers = [{issuer:?}]
+        resource_name = "test gateway"
+
+        [[upstream]]
+        namespace = "demo"
+        url = {demo_url:?}
+
+        [upstream.auth]
+        type = "token_exchange"
+        token_url = "{issuer}/token"
+        client_id = {CLIENT_B:?}
+        client_secret_env = {SECRET_ENV:?}
+        scope = "child"
+        "#,
+        issuer = auth.issuer(),
+        demo_url = demo.url,
+    ))
+    .expect("a valid config");
+    let http_config = config.http_config().expect("the [auth] section");
+    let server = config.build().await.expect("the gateway connects to the demo");
+    let http = HttpServer::bind(server, format!("127.0.0.1:{gateway_port}"), http_config)
+        .await
+        .expect("bind");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(http.run_until(async move {
+        let _ = stopped.await;
+    }));
+
+    // No token at the gateway: 401 pointing at the gateway's metadata.
+    let (status, _) = post(&gateway_url, None, "tools/list", json!({})).await;
+    assert_eq!(status, 401);
+
+    // A caller's token for the gateway works through it, on the root's and the child's tools.
+    let caller = auth.token(CLIENT_A, &gateway_url, "child").await;
+    let (status, listing) = post(&gateway_url, Some(&caller), "tools/list", json!({})).await;
+    assert_eq!(status, 200, "{listing}");
+    let (status, answer) = post(
+        &gateway_url,
+        Some(&caller),
+        "tools/call",
+        json!({"name": "demo_child_multiply", "arguments": {"a": 6, "b": 7}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["result"]["structuredContent"]["result"], 42, "{answer}");
+    let (status, answer) = post(
+        &gateway_url,
+        Some(&caller),
+        "tools/call",
+        json!({"name": "demo_add", "arguments": {"a": 2, "b": 3}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["result"]["structuredContent"]["result"], 5, "{answer}");
+
+    // The same caller's token is no credential at the demo: passing it on would fail.
+    let (status, _) = post(&demo.url, Some(&caller), "tools/list", json!({})).await;
+    assert_eq!(status, 401, "a token for the gateway is refused by the demo (AU5)");
+
+    let _ = stop.send(());
+    serving.await.expect("task").expect("clean stop");
+}
