@@ -1,0 +1,126 @@
+//! Two principals' tasks on the Redis engine, through two replicas of the demo, each an
+//! OAuth resource server for the same public URL (issue 13, AU19, AU20): a task belongs to
+//! the verified principal that submitted it, on every replica; another principal's
+//! `tasks/get`, `tasks/update` and `tasks/cancel` answer exactly as for an unknown id.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use test_helpers::{
+    auth_server::{AuthServer, CLIENT_A, CLIENT_B},
+    redis::RedisServer,
+};
+
+/// How long a task may take to complete on the shared Redis.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// A 2026-07-28 request with the tasks opt-in and `token`; the JSON-RPC answer.
+async fn send(url: &str, token: &str, method: &str, mut params: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {
+            "extensions": {"io.modelcontextprotocol/tasks": {}}
+        },
+        "io.modelcontextprotocol/clientInfo": {"name": "auth-redis", "version": "0"},
+    });
+    let name = params
+        .get("name")
+        .or_else(|| params.get("taskId"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if let Some(name) = name {
+        request = request.header("mcp-name", name);
+    }
+    let response = request
+        .body(json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string())
+        .timeout(Duration::from_secs(30))
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(response.status(), 200, "{method}");
+    response.json().await.expect("a JSON answer")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn au19_au20_two_principals_tasks_through_two_replicas_on_redis() {
+    let auth = AuthServer::shared();
+    let queue = RedisServer::shared().queue_url("auth-replicas");
+    // Both replicas stand for one public URL, the tokens' audience.
+    let port_a = common::free_port();
+    let public = format!("http://127.0.0.1:{port_a}/mcp");
+    let args = [
+        "--auth-issuer",
+        auth.issuer(),
+        "--auth-audience",
+        public.as_str(),
+        "--tasks-url",
+        queue.as_str(),
+    ];
+    let replica_a = common::spawn_demo_http_on(port_a, &args, &[]).await;
+    let replica_b = common::spawn_demo_http_on(common::free_port(), &args, &[]).await;
+    let alice = auth.token(CLIENT_A, &public, "child").await;
+    let bob = auth.token(CLIENT_B, &public, "child").await;
+
+    // alice submits on replica A.
+    let created = send(
+        &replica_a.url,
+        &alice,
+        "tools/call",
+        json!({"name": "child_multiply", "arguments": {"a": 6, "b": 7}}),
+    )
+    .await;
+    let id = created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task: {created}"))
+        .to_owned();
+
+    // bob, on either replica, gets exactly what an unknown id gets.
+    let unknown = "00000000-0000-4000-8000-000000000000";
+    for replica in [&replica_a.url, &replica_b.url] {
+        for (method, params) in [
+            ("tasks/get", json!({"taskId": id})),
+            ("tasks/cancel", json!({"taskId": id})),
+            ("tasks/update", json!({"taskId": id, "inputResponses": {}})),
+        ] {
+            let foreign = send(replica, &bob, method, params.clone()).await;
+            let mut for_unknown = params.clone();
+            for_unknown["taskId"] = json!(unknown);
+            let none = send(replica, &bob, method, for_unknown).await;
+            let shown = |answer: &Value| {
+                answer["error"]
+                    .to_string()
+                    .replace(&id, "<id>")
+                    .replace(unknown, "<id>")
+            };
+            assert!(foreign["error"].is_object(), "{method} by bob: {foreign}");
+            assert_eq!(shown(&foreign), shown(&none), "{method} by bob on {replica}");
+        }
+    }
+
+    // alice reads it from replica B, to completion: bob's attempts changed nothing.
+    let deadline = Instant::now() + PATIENCE;
+    let done = loop {
+        let status = send(&replica_b.url, &alice, "tasks/get", json!({"taskId": id})).await;
+        match status["result"]["status"].as_str() {
+            Some("completed") => break status,
+            Some("working") => {}
+            other => panic!("alice's task ended {other:?}: {status}"),
+        }
+        assert!(Instant::now() < deadline, "still working after {PATIENCE:?}");
+        // The demo's pollIntervalMs paces a real client the same way.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        done["result"]["result"]["structuredContent"]["result"], 42,
+        "{done}"
+    );
+}
