@@ -384,10 +384,12 @@ fn resource_server(
     audience: &str,
 ) -> Result<ResourceServer, Box<dyn std::error::Error>> {
     let verifier = JwtVerifier::builder(issuer).audience(audience).build()?;
-    Ok(ResourceServer::new(audience, CachedVerifier::new(verifier))?
-        .authorization_server(issuer)?
-        .scopes_supported(["child"])
-        .resource_name("mcpkit demo"))
+    Ok(
+        ResourceServer::new(audience, CachedVerifier::new(verifier))?
+            .authorization_server(issuer)?
+            .scopes_supported(["child"])
+            .resource_name("mcpkit demo"),
+    )
 }
 
 // ---------------------------------------------------------------------------------------------

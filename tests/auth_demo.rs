@@ -94,18 +94,31 @@ async fn au4_au5_au10_bad_tokens_of_every_kind_get_401_invalid_token() {
     tampered.pop();
     tampered.push(if good.ends_with('A') { 'B' } else { 'A' });
     let bad = [
-        ("expired", auth.mint(json!({}), claims(json!({"exp": now() - 3600}))).await),
-        ("not yet valid", auth.mint(json!({}), claims(json!({"nbf": now() + 3600}))).await),
+        (
+            "expired",
+            auth.mint(json!({}), claims(json!({"exp": now() - 3600})))
+                .await,
+        ),
+        (
+            "not yet valid",
+            auth.mint(json!({}), claims(json!({"nbf": now() + 3600})))
+                .await,
+        ),
         (
             "another audience",
-            auth.token(CLIENT_A, "http://127.0.0.1:1/other", "child").await,
+            auth.token(CLIENT_A, "http://127.0.0.1:1/other", "child")
+                .await,
         ),
         (
             "another issuer",
-            auth.mint(json!({}), claims(json!({"iss": "http://127.0.0.1:1"}))).await,
+            auth.mint(json!({}), claims(json!({"iss": "http://127.0.0.1:1"})))
+                .await,
         ),
         ("a bad signature", tampered),
-        ("alg none", auth.mint(json!({"alg": "none"}), claims(json!({}))).await),
+        (
+            "alg none",
+            auth.mint(json!({"alg": "none"}), claims(json!({}))).await,
+        ),
         ("no exp", {
             let mut c = claims(json!({}));
             c.as_object_mut().map(|c| c.remove("exp"));
@@ -116,8 +129,14 @@ async fn au4_au5_au10_bad_tokens_of_every_kind_get_401_invalid_token() {
     for (what, token) in &bad {
         let (status, challenge, _) = post(&demo.url, Some(token), "tools/call", multiply()).await;
         assert_eq!(status, 401, "{what}");
-        assert!(challenge.contains("error=\"invalid_token\""), "{what}: {challenge}");
-        assert!(challenge.contains("resource_metadata=\""), "{what}: {challenge}");
+        assert!(
+            challenge.contains("error=\"invalid_token\""),
+            "{what}: {challenge}"
+        );
+        assert!(
+            challenge.contains("resource_metadata=\""),
+            "{what}: {challenge}"
+        );
     }
     // The minted good token itself is accepted: the refusals above are about their flaw.
     let (status, _, body) = post(&demo.url, Some(&good), "tools/call", multiply()).await;
@@ -159,10 +178,16 @@ async fn au7_au18_a_missing_scope_gets_403_and_the_same_call_with_it_succeeds() 
         .as_array()
         .map(|tools| tools.iter().filter_map(|t| t["name"].as_str()).collect())
         .unwrap_or_default();
-    assert!(names.contains(&"add") && !names.contains(&"child_multiply"), "{names:?}");
+    assert!(
+        names.contains(&"add") && !names.contains(&"child_multiply"),
+        "{names:?}"
+    );
     let (status, challenge, _) = post(&demo.url, Some(&narrow), "tools/call", multiply()).await;
     assert_eq!(status, 403);
-    assert!(challenge.contains("error=\"insufficient_scope\""), "{challenge}");
+    assert!(
+        challenge.contains("error=\"insufficient_scope\""),
+        "{challenge}"
+    );
     assert!(challenge.contains("scope=\"child\""), "{challenge}");
     let (status, _, _) = post(
         &demo.url,

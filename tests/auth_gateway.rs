@@ -5,8 +5,8 @@
 
 mod common;
 
-use mcpkit::HttpServer;
 use mcp_proxy::gateway::GatewayConfig;
+use mcpkit::HttpServer;
 use serde_json::{Value, json};
 use test_helpers::auth_server::{AuthServer, CLIENT_A, CLIENT_B, SECRET_B};
 
@@ -80,7 +80,10 @@ async fn au21_au22_the_gateway_verifies_callers_and_exchanges_their_tokens_for_t
     ))
     .expect("a valid config");
     let http_config = config.http_config().expect("the [auth] section");
-    let server = config.build().await.expect("the gateway connects to the demo");
+    let server = config
+        .build()
+        .await
+        .expect("the gateway connects to the demo");
     let http = HttpServer::bind(server, format!("127.0.0.1:{gateway_port}"), http_config)
         .await
         .expect("bind");
@@ -105,7 +108,10 @@ async fn au21_au22_the_gateway_verifies_callers_and_exchanges_their_tokens_for_t
     )
     .await;
     assert_eq!(status, 200, "{answer}");
-    assert_eq!(answer["result"]["structuredContent"]["result"], 42, "{answer}");
+    assert_eq!(
+        answer["result"]["structuredContent"]["result"], 42,
+        "{answer}"
+    );
     let (status, answer) = post(
         &gateway_url,
         Some(&caller),
@@ -114,11 +120,17 @@ async fn au21_au22_the_gateway_verifies_callers_and_exchanges_their_tokens_for_t
     )
     .await;
     assert_eq!(status, 200, "{answer}");
-    assert_eq!(answer["result"]["structuredContent"]["result"], 5, "{answer}");
+    assert_eq!(
+        answer["result"]["structuredContent"]["result"], 5,
+        "{answer}"
+    );
 
     // The same caller's token is no credential at the demo: passing it on would fail.
     let (status, _) = post(&demo.url, Some(&caller), "tools/list", json!({})).await;
-    assert_eq!(status, 401, "a token for the gateway is refused by the demo (AU5)");
+    assert_eq!(
+        status, 401,
+        "a token for the gateway is refused by the demo (AU5)"
+    );
 
     let _ = stop.send(());
     serving.await.expect("task").expect("clean stop");

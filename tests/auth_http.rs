@@ -85,7 +85,10 @@ impl Served {
             .add_tool(ToolDef::new("erase", whoami).requires(["write"]))
             .expect("child tool");
         server
-            .mount(&child, MountOptions::new().namespace("child").requires(["child"]))
+            .mount(
+                &child,
+                MountOptions::new().namespace("child").requires(["child"]),
+            )
             .expect("mount");
         let http = HttpServer::bind(
             server,
@@ -408,7 +411,10 @@ async fn au7_insufficient_scope_gets_403_naming_every_scope_the_operation_needs(
         .await;
     assert_eq!(response.status(), 403);
     let challenge = challenge(&response);
-    assert!(challenge.contains("error=\"insufficient_scope\""), "{challenge}");
+    assert!(
+        challenge.contains("error=\"insufficient_scope\""),
+        "{challenge}"
+    );
     assert!(challenge.contains("scope=\"child\""), "{challenge}");
     assert!(challenge.contains("resource_metadata=\""), "{challenge}");
     let body: Value = response.json().await.expect("JSON");
@@ -424,13 +430,19 @@ async fn au7_insufficient_scope_gets_403_naming_every_scope_the_operation_needs(
         crate::challenge(&response)
     );
     // bob has `child`: the echo runs, the eraser still needs `write`.
-    let response = served.post(Some("bob"), "tools/call", call("child_echo")).await;
+    let response = served
+        .post(Some("bob"), "tools/call", call("child_echo"))
+        .await;
     assert_eq!(response.status(), 200);
-    let response = served.post(Some("bob"), "tools/call", call("child_erase")).await;
+    let response = served
+        .post(Some("bob"), "tools/call", call("child_erase"))
+        .await;
     assert_eq!(response.status(), 403);
     assert!(crate::challenge(&response).contains("scope=\"child write\""));
     // The root's tool needs only a valid token.
-    let response = served.post(Some("alice"), "tools/call", call("whoami")).await;
+    let response = served
+        .post(Some("alice"), "tools/call", call("whoami"))
+        .await;
     assert_eq!(response.status(), 200);
     served.stop().await;
 }

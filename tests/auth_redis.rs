@@ -102,7 +102,11 @@ async fn au19_au20_two_principals_tasks_through_two_replicas_on_redis() {
                     .replace(unknown, "<id>")
             };
             assert!(foreign["error"].is_object(), "{method} by bob: {foreign}");
-            assert_eq!(shown(&foreign), shown(&none), "{method} by bob on {replica}");
+            assert_eq!(
+                shown(&foreign),
+                shown(&none),
+                "{method} by bob on {replica}"
+            );
         }
     }
 
@@ -115,7 +119,10 @@ async fn au19_au20_two_principals_tasks_through_two_replicas_on_redis() {
             Some("working") => {}
             other => panic!("alice's task ended {other:?}: {status}"),
         }
-        assert!(Instant::now() < deadline, "still working after {PATIENCE:?}");
+        assert!(
+            Instant::now() < deadline,
+            "still working after {PATIENCE:?}"
+        );
         // The demo's pollIntervalMs paces a real client the same way.
         tokio::time::sleep(Duration::from_millis(50)).await;
     };

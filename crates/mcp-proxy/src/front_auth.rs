@@ -153,7 +153,10 @@ mod tests {
         )
         .unwrap();
         let error = auth.resource_server().unwrap_err();
-        assert!(error.contains("MCPKIT_TEST_UNSET_SECRET_VARIABLE"), "{error}");
+        assert!(
+            error.contains("MCPKIT_TEST_UNSET_SECRET_VARIABLE"),
+            "{error}"
+        );
     }
 
     #[test]
