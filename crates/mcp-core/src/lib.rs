@@ -9,7 +9,9 @@
 //! any level, and an [`Extension`] (such as `mcp-tasks`) adds protocol features. The same
 //! server serves stdio ([`Server::serve_stdio`]) and Streamable HTTP
 //! ([`Server::serve_http`]), on both protocol eras (2026-07-28 and 2025-11-25), and can be
-//! called in process ([`Server::call_tool`]).
+//! called in process ([`Server::call_tool`]). Over HTTP the `auth` feature makes it an OAuth
+//! 2.1 resource server (`auth::ResourceServer`); tools, resources, prompts and mounts
+//! [`require`](ToolDef::requires) scopes of the caller ([`auth::Principal`]).
 //!
 //! ```
 //! use mcp_core::{Args, Server, ToolDef};
