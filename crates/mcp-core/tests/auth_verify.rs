@@ -523,3 +523,24 @@ async fn au15_a_repeated_opaque_token_is_introspected_once() {
     }
     assert_eq!(auth.counters().await.introspection, 3);
 }
+
+#[tokio::test]
+async fn au11_a_discovery_document_of_another_issuer_is_not_trusted() {
+    let auth = AuthServer::shared();
+    // The same server under another name (a trailing slash): its discovery document names
+    // `auth.issuer()`, not this one, so its keys are not taken.
+    let lookalike = format!("{}/", auth.issuer());
+    let verifier = JwtVerifier::builder(&lookalike)
+        .audience(RESOURCE)
+        .build()
+        .unwrap();
+    let mut claims = good_claims(auth);
+    claims["iss"] = json!(lookalike);
+    let token = auth.mint(json!({}), claims).await;
+    match verifier.verify(&token).await {
+        Err(VerifyError::Unavailable(message)) => {
+            assert!(message.contains("is for issuer"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
