@@ -130,7 +130,10 @@ async fn au4_au10_a_token_not_yet_valid_beyond_the_leeway_is_invalid() {
     let mut claims = good_claims(auth);
     claims["nbf"] = json!(now() + 600);
     let token = auth.mint(json!({}), claims).await;
-    assert_eq!(invalid(verifier.verify(&token).await), "the token is not valid yet (nbf)");
+    assert_eq!(
+        invalid(verifier.verify(&token).await),
+        "the token is not valid yet (nbf)"
+    );
 
     // Within the default leeway of 60 s: accepted (a little clock skew).
     let mut claims = good_claims(auth);
@@ -143,7 +146,10 @@ async fn au4_au10_a_token_not_yet_valid_beyond_the_leeway_is_invalid() {
         .leeway(Duration::ZERO)
         .build()
         .unwrap();
-    assert_eq!(invalid(strict.verify(&token).await), "the token is not valid yet (nbf)");
+    assert_eq!(
+        invalid(strict.verify(&token).await),
+        "the token is not valid yet (nbf)"
+    );
 }
 
 #[tokio::test]
@@ -167,12 +173,18 @@ async fn au10_a_token_of_another_issuer_is_invalid() {
     let mut claims = good_claims(auth);
     claims["iss"] = json!("http://127.0.0.1:1");
     let token = auth.mint(json!({}), claims).await;
-    assert_eq!(invalid(jwt_verifier(auth, RESOURCE).verify(&token).await), "unknown issuer");
+    assert_eq!(
+        invalid(jwt_verifier(auth, RESOURCE).verify(&token).await),
+        "unknown issuer"
+    );
 
     // A real token of another authorization server, for this very audience.
     let other = AuthServer::start().await;
     let token = other.token(CLIENT_A, RESOURCE, "read").await;
-    assert_eq!(invalid(jwt_verifier(auth, RESOURCE).verify(&token).await), "unknown issuer");
+    assert_eq!(
+        invalid(jwt_verifier(auth, RESOURCE).verify(&token).await),
+        "unknown issuer"
+    );
 }
 
 #[tokio::test]
@@ -187,7 +199,10 @@ async fn au10_a_signature_by_another_key_with_the_same_kid_is_invalid() {
     let forged = forger
         .mint(json!({"kid": kid_of(auth).await}), good_claims(auth))
         .await;
-    assert_eq!(invalid(verifier.verify(&forged).await), "the signature does not verify");
+    assert_eq!(
+        invalid(verifier.verify(&forged).await),
+        "the signature does not verify"
+    );
 
     // The genuine signature over other claims.
     let (_, signature) = genuine.rsplit_once('.').unwrap();
@@ -198,10 +213,15 @@ async fn au10_a_signature_by_another_key_with_the_same_kid_is_invalid() {
         "{header}.{}.{signature}",
         URL_SAFE_NO_PAD.encode(claims.to_string())
     );
-    assert_eq!(invalid(verifier.verify(&tampered).await), "the signature does not verify");
+    assert_eq!(
+        invalid(verifier.verify(&tampered).await),
+        "the signature does not verify"
+    );
 
     // A kid the issuer does not publish.
-    let unknown = auth.mint(json!({"kid": "not-a-kid"}), good_claims(auth)).await;
+    let unknown = auth
+        .mint(json!({"kid": "not-a-kid"}), good_claims(auth))
+        .await;
     assert_eq!(
         invalid(verifier.verify(&unknown).await),
         "no key of the issuer has the token's key id (kid)"
@@ -217,14 +237,24 @@ async fn au10_alg_none_is_refused() {
         "algorithm none is not accepted"
     );
     let shouting = auth.mint(json!({"alg": "NONE"}), good_claims(auth)).await;
-    assert!(jwt_verifier(auth, RESOURCE).verify(&shouting).await.is_err());
+    assert!(
+        jwt_verifier(auth, RESOURCE)
+            .verify(&shouting)
+            .await
+            .is_err()
+    );
 }
 
 #[tokio::test]
 async fn au10_hs256_signed_with_the_public_key_is_refused() {
     let auth = AuthServer::shared();
     // The classic confusion: an HMAC over the token with the issuer's public key as secret.
-    let jwks = reqwest::get(auth.jwks_uri()).await.unwrap().text().await.unwrap();
+    let jwks = reqwest::get(auth.jwks_uri())
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     let jwks: Value = serde_json::from_str(&jwks).unwrap();
     let modulus = URL_SAFE_NO_PAD
         .decode(jwks["keys"][0]["n"].as_str().unwrap())
@@ -255,22 +285,39 @@ async fn au10_an_algorithm_outside_the_allow_list_is_refused() {
         .algorithms(["ES256"])
         .build()
         .unwrap();
-    assert_eq!(invalid(only_es256.verify(&token).await), "algorithm RS256 is not accepted");
+    assert_eq!(
+        invalid(only_es256.verify(&token).await),
+        "algorithm RS256 is not accepted"
+    );
 }
 
 #[tokio::test]
 async fn au10_garbage_is_invalid() {
     let auth = AuthServer::shared();
     let verifier = jwt_verifier(auth, RESOURCE);
-    for garbage in ["garbage", "a.b.c", "Bearer x", "eyJ.eyJ.eyJ", "....", "\u{0}\u{ff}"] {
-        assert_eq!(invalid(verifier.verify(garbage).await), "the token is not a JWT", "{garbage:?}");
+    for garbage in [
+        "garbage",
+        "a.b.c",
+        "Bearer x",
+        "eyJ.eyJ.eyJ",
+        "....",
+        "\u{0}\u{ff}",
+    ] {
+        assert_eq!(
+            invalid(verifier.verify(garbage).await),
+            "the token is not a JWT",
+            "{garbage:?}"
+        );
     }
     let not_json = format!(
         "{}.{}.sig",
         URL_SAFE_NO_PAD.encode(r#"{"alg":"RS256"}"#),
         URL_SAFE_NO_PAD.encode("[1,2]")
     );
-    assert_eq!(invalid(verifier.verify(&not_json).await), "the token is not a JWT");
+    assert_eq!(
+        invalid(verifier.verify(&not_json).await),
+        "the token is not a JWT"
+    );
 }
 
 #[tokio::test]
@@ -297,7 +344,10 @@ async fn au11_a_flood_of_unknown_kids_fetches_the_keys_at_most_once_per_interval
     let verifier = jwt_verifier(&auth, RESOURCE);
     let mut bad = Vec::new();
     for i in 0..40 {
-        bad.push(auth.mint(json!({"kid": format!("unknown-{i}")}), good_claims(&auth)).await);
+        bad.push(
+            auth.mint(json!({"kid": format!("unknown-{i}")}), good_claims(&auth))
+                .await,
+        );
     }
     let flood = |tokens: Vec<String>| {
         let verifier = verifier.clone();
@@ -367,7 +417,10 @@ async fn au11_an_unreachable_authorization_server_is_unavailable_until_keys_are_
     claims["iss"] = json!(format!("http://127.0.0.1:{port}"));
     let token = auth.mint(json!({}), claims).await;
     let outcome = down.verify(&token).await;
-    assert!(matches!(outcome, Err(VerifyError::Unavailable(_))), "{outcome:?}");
+    assert!(
+        matches!(outcome, Err(VerifyError::Unavailable(_))),
+        "{outcome:?}"
+    );
 
     // Keys cached, then the server goes away: the cached keys stay in use, even once they
     // are older than their max age and the refetch fails.
@@ -394,7 +447,9 @@ async fn au11_an_unreachable_authorization_server_is_unavailable_until_keys_are_
 #[tokio::test]
 async fn au12_au13_an_active_opaque_token_for_this_resource_gives_the_principal() {
     let auth = AuthServer::shared();
-    let token = auth.opaque_token(OPAQUE_A, RESOURCE, "read files:read").await;
+    let token = auth
+        .opaque_token(OPAQUE_A, RESOURCE, "read files:read")
+        .await;
     let verified = introspection(auth, RESOURCE)
         .verify(&token)
         .await
@@ -420,7 +475,10 @@ async fn au12_an_opaque_token_for_another_resource_is_invalid() {
 async fn au12_revoked_and_unknown_opaque_tokens_are_invalid() {
     let auth = AuthServer::shared();
     let verifier = introspection(auth, RESOURCE);
-    assert_eq!(invalid(verifier.verify("no-such-token").await), "the token is not active");
+    assert_eq!(
+        invalid(verifier.verify("no-such-token").await),
+        "the token is not active"
+    );
 
     let token = auth.opaque_token(OPAQUE_A, RESOURCE, "read").await;
     assert!(verifier.verify(&token).await.is_ok());
@@ -436,7 +494,10 @@ async fn au12_revoked_and_unknown_opaque_tokens_are_invalid() {
         .await
         .unwrap();
     assert!(revoked.status().is_success(), "{}", revoked.status());
-    assert_eq!(invalid(verifier.verify(&token).await), "the token is not active");
+    assert_eq!(
+        invalid(verifier.verify(&token).await),
+        "the token is not active"
+    );
 }
 
 #[tokio::test]
@@ -450,7 +511,10 @@ async fn au12_wrong_client_credentials_make_introspection_unavailable_and_stay_s
         .unwrap();
     match verifier.verify(&token).await {
         Err(VerifyError::Unavailable(message)) => {
-            assert!(!message.contains("not-the-secret") && !message.contains(&token), "{message}")
+            assert!(
+                !message.contains("not-the-secret") && !message.contains(&token),
+                "{message}"
+            )
         }
         other => panic!("{other:?}"),
     }
@@ -467,7 +531,10 @@ async fn au14_two_issuers_each_with_its_own_keys_and_audience() {
         .build()
         .unwrap();
 
-    let from_a = issuers.verify(&a.token(CLIENT_A, RESOURCE, "read").await).await.unwrap();
+    let from_a = issuers
+        .verify(&a.token(CLIENT_A, RESOURCE, "read").await)
+        .await
+        .unwrap();
     assert_eq!(from_a.principal.issuer.as_deref(), Some(a.issuer()));
     let from_b = issuers
         .verify(&b.token(CLIENT_B, OTHER_RESOURCE, "write").await)
@@ -478,12 +545,23 @@ async fn au14_two_issuers_each_with_its_own_keys_and_audience() {
 
     // Each issuer's audience is its own.
     let a_for_b = a.token(CLIENT_A, OTHER_RESOURCE, "read").await;
-    assert_eq!(invalid(issuers.verify(&a_for_b).await), "the token is for another audience");
+    assert_eq!(
+        invalid(issuers.verify(&a_for_b).await),
+        "the token is for another audience"
+    );
     let b_for_a = b.token(CLIENT_A, RESOURCE, "read").await;
-    assert_eq!(invalid(issuers.verify(&b_for_a).await), "the token is for another audience");
+    assert_eq!(
+        invalid(issuers.verify(&b_for_a).await),
+        "the token is for another audience"
+    );
     // Each issuer's keys are its own: b's key under a's issuer does not verify.
-    let forged = b.mint(json!({"kid": kid_of(&a).await}), good_claims(&a)).await;
-    assert_eq!(invalid(issuers.verify(&forged).await), "the signature does not verify");
+    let forged = b
+        .mint(json!({"kid": kid_of(&a).await}), good_claims(&a))
+        .await;
+    assert_eq!(
+        invalid(issuers.verify(&forged).await),
+        "the signature does not verify"
+    );
 
     // An issuer not configured: refused without asking anyone.
     let before = (a.counters().await, b.counters().await);
@@ -495,8 +573,14 @@ async fn au14_two_issuers_each_with_its_own_keys_and_audience() {
 
     // Opaque tokens go to introspection.
     let opaque = a.opaque_token(OPAQUE_A, RESOURCE, "read").await;
-    assert_eq!(issuers.verify(&opaque).await.unwrap().principal.client_id, OPAQUE_A);
-    assert!(matches!(issuers.verify("no-such-token").await, Err(VerifyError::Invalid(_))));
+    assert_eq!(
+        issuers.verify(&opaque).await.unwrap().principal.client_id,
+        OPAQUE_A
+    );
+    assert!(matches!(
+        issuers.verify("no-such-token").await,
+        Err(VerifyError::Invalid(_))
+    ));
 }
 
 #[tokio::test]
@@ -505,7 +589,10 @@ async fn au15_a_repeated_opaque_token_is_introspected_once() {
     let cached = Arc::new(CachedVerifier::new(introspection(&auth, RESOURCE)));
     let token = auth.opaque_token(OPAQUE_A, RESOURCE, "read").await;
     for _ in 0..10 {
-        assert_eq!(cached.verify(&token).await.unwrap().principal.client_id, OPAQUE_A);
+        assert_eq!(
+            cached.verify(&token).await.unwrap().principal.client_id,
+            OPAQUE_A
+        );
     }
     // Concurrent requests with a new token: one introspection between them.
     let fresh = auth.opaque_token(OPAQUE_B, RESOURCE, "read").await;

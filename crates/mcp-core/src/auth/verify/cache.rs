@@ -287,7 +287,10 @@ mod tests {
 
     impl Counting {
         fn new(expires_in: Option<Duration>) -> Self {
-            Self { calls: AtomicUsize::new(0), expires_in }
+            Self {
+                calls: AtomicUsize::new(0),
+                expires_in,
+            }
         }
     }
 
@@ -321,7 +324,10 @@ mod tests {
     async fn au15_a_repeated_valid_token_is_verified_once() {
         let cache = cached(Some(HOUR), CacheLimits::default());
         for _ in 0..5 {
-            assert_eq!(cache.verify("valid-a").await.unwrap().principal.client_id, "valid-a");
+            assert_eq!(
+                cache.verify("valid-a").await.unwrap().principal.client_id,
+                "valid-a"
+            );
         }
         assert_eq!(calls(&cache), 1);
         cache.verify("valid-b").await.unwrap();
@@ -343,7 +349,10 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn au15_an_entry_is_dropped_at_max_ttl() {
-        let cache = cached(Some(HOUR), CacheLimits::default().max_ttl(Duration::from_secs(60)));
+        let cache = cached(
+            Some(HOUR),
+            CacheLimits::default().max_ttl(Duration::from_secs(60)),
+        );
         cache.verify("valid-a").await.unwrap();
         tokio::time::advance(Duration::from_secs(59)).await;
         cache.verify("valid-a").await.unwrap();
@@ -375,14 +384,20 @@ mod tests {
     async fn au15_invalid_tokens_are_remembered_briefly_and_unavailable_never() {
         let cache = cached(None, CacheLimits::default());
         for _ in 0..3 {
-            assert!(matches!(cache.verify("garbage").await, Err(VerifyError::Invalid(_))));
+            assert!(matches!(
+                cache.verify("garbage").await,
+                Err(VerifyError::Invalid(_))
+            ));
         }
         assert_eq!(calls(&cache), 1);
         tokio::time::advance(CacheLimits::DEFAULT_INVALID_TTL).await;
         cache.verify("garbage").await.unwrap_err();
         assert_eq!(calls(&cache), 2);
         for _ in 0..3 {
-            assert!(matches!(cache.verify("down").await, Err(VerifyError::Unavailable(_))));
+            assert!(matches!(
+                cache.verify("down").await,
+                Err(VerifyError::Unavailable(_))
+            ));
         }
         assert_eq!(calls(&cache), 5);
 

@@ -103,7 +103,9 @@ pub fn audience_accepted(claims: &JsonObject, accepted: &[String]) -> bool {
 /// The audience check with the message a client gets: no `aud`, or another one.
 pub(crate) fn check_audience(claims: &JsonObject, accepted: &[String]) -> Result<(), VerifyError> {
     if !claims.contains_key("aud") {
-        return Err(VerifyError::Invalid("the token has no audience (aud)".into()));
+        return Err(VerifyError::Invalid(
+            "the token has no audience (aud)".into(),
+        ));
     }
     if audience_accepted(claims, accepted) {
         Ok(())
@@ -116,17 +118,27 @@ pub(crate) fn check_audience(claims: &JsonObject, accepted: &[String]) -> Result
 
 /// A NumericDate claim (`exp`, `nbf`, `iat`) as a time: `None` when absent, an error when it
 /// is not a number.
-pub(crate) fn numeric_date(claims: &JsonObject, name: &str) -> Result<Option<SystemTime>, VerifyError> {
+pub(crate) fn numeric_date(
+    claims: &JsonObject,
+    name: &str,
+) -> Result<Option<SystemTime>, VerifyError> {
     let Some(value) = claims.get(name) else {
         return Ok(None);
     };
-    let not_a_date = || VerifyError::Invalid(format!("the {name} claim is not a time (seconds since 1970)"));
+    let not_a_date = || {
+        VerifyError::Invalid(format!(
+            "the {name} claim is not a time (seconds since 1970)"
+        ))
+    };
     let seconds = value.as_f64().ok_or_else(not_a_date)?;
     if seconds < 0.0 {
         return Err(not_a_date());
     }
     let offset = Duration::try_from_secs_f64(seconds).map_err(|_| not_a_date())?;
-    UNIX_EPOCH.checked_add(offset).map(Some).ok_or_else(not_a_date)
+    UNIX_EPOCH
+        .checked_add(offset)
+        .map(Some)
+        .ok_or_else(not_a_date)
 }
 
 /// The time checks shared by JWTs and introspection answers: `exp` (required when
@@ -150,7 +162,9 @@ pub(crate) fn check_times(
     }
     let ahead = now + leeway;
     if numeric_date(claims, "nbf")?.is_some_and(|nbf| nbf > ahead) {
-        return Err(VerifyError::Invalid("the token is not valid yet (nbf)".into()));
+        return Err(VerifyError::Invalid(
+            "the token is not valid yet (nbf)".into(),
+        ));
     }
     if numeric_date(claims, "iat")?.is_some_and(|iat| iat > ahead) {
         return Err(VerifyError::Invalid(
@@ -173,12 +187,16 @@ mod tests {
     }
 
     fn seconds(t: SystemTime) -> u64 {
-        t.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+        t.duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0)
     }
 
     #[test]
     fn au13_scopes_from_a_space_separated_scope_claim() {
-        let p = principal_from_claims(object(json!({"scope": "read  write read", "scp": "ignored"})));
+        let p = principal_from_claims(object(
+            json!({"scope": "read  write read", "scp": "ignored"}),
+        ));
         assert_eq!(p.scopes, ["read", "write"]);
     }
 
@@ -202,13 +220,17 @@ mod tests {
         let cid = json!({"client_id": 5, "cid": "c3", "sub": "s"});
         assert_eq!(principal_from_claims(object(cid)).client_id, "c3");
         let sub = principal_from_claims(object(json!({"sub": "svc"})));
-        assert_eq!((sub.client_id.as_str(), sub.subject.as_deref()), ("svc", Some("svc")));
+        assert_eq!(
+            (sub.client_id.as_str(), sub.subject.as_deref()),
+            ("svc", Some("svc"))
+        );
         assert_eq!(principal_from_claims(JsonObject::new()).client_id, "");
     }
 
     #[test]
     fn au16_issuer_subject_and_claims_are_kept() {
-        let claims = object(json!({"iss": "https://as", "sub": "", "client_id": "app", "tenant": "acme"}));
+        let claims =
+            object(json!({"iss": "https://as", "sub": "", "client_id": "app", "tenant": "acme"}));
         let p = principal_from_claims(claims.clone());
         assert_eq!(p.issuer.as_deref(), Some("https://as"));
         assert_eq!(p.subject, None);
@@ -218,15 +240,33 @@ mod tests {
     #[test]
     fn au5_audience_as_a_string_or_an_array() {
         let mine = ["https://mcp/mcp".to_owned(), "urn:mine".to_owned()];
-        assert!(audience_accepted(&object(json!({"aud": "urn:mine"})), &mine));
-        assert!(audience_accepted(&object(json!({"aud": ["x", "https://mcp/mcp"]})), &mine));
-        assert!(!audience_accepted(&object(json!({"aud": ["x", "y"]})), &mine));
-        assert!(!audience_accepted(&object(json!({"aud": "https://mcp/mcp/"})), &mine));
+        assert!(audience_accepted(
+            &object(json!({"aud": "urn:mine"})),
+            &mine
+        ));
+        assert!(audience_accepted(
+            &object(json!({"aud": ["x", "https://mcp/mcp"]})),
+            &mine
+        ));
+        assert!(!audience_accepted(
+            &object(json!({"aud": ["x", "y"]})),
+            &mine
+        ));
+        assert!(!audience_accepted(
+            &object(json!({"aud": "https://mcp/mcp/"})),
+            &mine
+        ));
         assert!(!audience_accepted(&object(json!({"aud": 1})), &mine));
         let missing = check_audience(&JsonObject::new(), &mine).unwrap_err();
-        assert_eq!(missing, VerifyError::Invalid("the token has no audience (aud)".into()));
+        assert_eq!(
+            missing,
+            VerifyError::Invalid("the token has no audience (aud)".into())
+        );
         let other = check_audience(&object(json!({"aud": "x"})), &mine).unwrap_err();
-        assert_eq!(other, VerifyError::Invalid("the token is for another audience".into()));
+        assert_eq!(
+            other,
+            VerifyError::Invalid("the token is for another audience".into())
+        );
     }
 
     #[test]
@@ -235,7 +275,9 @@ mod tests {
         let at = |t: SystemTime| json!(seconds(t));
         let leeway = Duration::from_secs(60);
         let hour = Duration::from_secs(3600);
-        let fine = object(json!({"exp": at(now + hour), "nbf": at(now + Duration::from_secs(30)), "iat": at(now)}));
+        let fine = object(
+            json!({"exp": at(now + hour), "nbf": at(now + Duration::from_secs(30)), "iat": at(now)}),
+        );
         assert!(check_times(&fine, now, leeway, true).unwrap().is_some());
         let expired = object(json!({"exp": at(now - Duration::from_secs(120))}));
         assert_eq!(
@@ -244,18 +286,23 @@ mod tests {
         );
         let just_expired = object(json!({"exp": at(now - Duration::from_secs(10))}));
         assert!(check_times(&just_expired, now, leeway, true).is_ok());
-        let early = object(json!({"exp": at(now + hour), "nbf": at(now + Duration::from_secs(600))}));
+        let early =
+            object(json!({"exp": at(now + hour), "nbf": at(now + Duration::from_secs(600))}));
         assert_eq!(
             check_times(&early, now, leeway, true).unwrap_err(),
             VerifyError::Invalid("the token is not valid yet (nbf)".into())
         );
-        let future = object(json!({"exp": at(now + hour), "iat": at(now + Duration::from_secs(600))}));
+        let future =
+            object(json!({"exp": at(now + hour), "iat": at(now + Duration::from_secs(600))}));
         assert!(check_times(&future, now, leeway, true).is_err());
         assert_eq!(
             check_times(&JsonObject::new(), now, leeway, true).unwrap_err(),
             VerifyError::Invalid("the token has no expiry (exp)".into())
         );
-        assert_eq!(check_times(&JsonObject::new(), now, leeway, false), Ok(None));
+        assert_eq!(
+            check_times(&JsonObject::new(), now, leeway, false),
+            Ok(None)
+        );
         let text = object(json!({"exp": "tomorrow"}));
         assert!(check_times(&text, now, leeway, true).is_err());
         let huge = object(json!({"exp": 1e300}));

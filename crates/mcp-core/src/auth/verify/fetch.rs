@@ -188,7 +188,10 @@ mod tests {
     fn au12_urls_in_messages_hide_their_password_and_query() {
         let url = Url::parse("https://user:hunter2@as.example/introspect?key=s3cret").unwrap();
         let shown = redacted(&url);
-        assert!(!shown.contains("hunter2") && !shown.contains("s3cret"), "{shown}");
+        assert!(
+            !shown.contains("hunter2") && !shown.contains("s3cret"),
+            "{shown}"
+        );
         assert!(shown.contains("as.example/introspect"), "{shown}");
     }
 
@@ -198,6 +201,12 @@ mod tests {
         assert!(parse_http_url("ftp://as.example", "issuer").is_err());
         assert!(parse_http_url("not a url", "issuer").is_err());
         let refused = parse_http_url("file:///etc/passwd", "jwks_uri").unwrap_err();
-        assert!(matches!(refused, AuthConfigError::InvalidUrl { what: "jwks_uri", .. }));
+        assert!(matches!(
+            refused,
+            AuthConfigError::InvalidUrl {
+                what: "jwks_uri",
+                ..
+            }
+        ));
     }
 }

@@ -265,7 +265,8 @@ impl IntrospectionVerifierBuilder {
         }
         let fetcher = Fetcher::new(self.client, self.fetch_timeout, self.max_response_bytes)?;
         // RFC 6749 §2.3.1: both parts are form-urlencoded before the Basic encoding.
-        let encode = |part: &str| form_urlencoded::byte_serialize(part.as_bytes()).collect::<String>();
+        let encode =
+            |part: &str| form_urlencoded::byte_serialize(part.as_bytes()).collect::<String>();
         let authorization = format!(
             "Basic {}",
             STANDARD.encode(format!("{}:{}", encode(&client_id), encode(&secret)))
@@ -322,7 +323,10 @@ impl TokenVerifier for IntrospectionVerifier {
             .client
             .post(inner.endpoint.clone())
             .header(http::header::AUTHORIZATION, &inner.authorization)
-            .header(http::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(
+                http::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            )
             .header(http::header::ACCEPT, "application/json")
             .body(body);
         let shown = || redacted(&inner.endpoint);
@@ -335,7 +339,10 @@ impl TokenVerifier for IntrospectionVerifier {
                 VerifyError::Unavailable(e.message().to_owned())
             })?;
         if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
-            return Err(VerifyError::Unavailable(format!("{} answered {status}", shown())));
+            return Err(VerifyError::Unavailable(format!(
+                "{} answered {status}",
+                shown()
+            )));
         }
         if status == StatusCode::UNAUTHORIZED {
             tracing::warn!(endpoint = %shown(), "the introspection endpoint refused this server's client credentials");
@@ -350,7 +357,10 @@ impl TokenVerifier for IntrospectionVerifier {
             )));
         }
         if !status.is_success() {
-            return Err(VerifyError::Unavailable(format!("{} answered {status}", shown())));
+            return Err(VerifyError::Unavailable(format!(
+                "{} answered {status}",
+                shown()
+            )));
         }
         let answer: JsonObject = match serde_json::from_slice(&body) {
             Ok(Value::Object(answer)) => answer,
@@ -402,7 +412,13 @@ mod tests {
             .client_credentials("rs", "hunter2")
             .audience("https://mcp/mcp")
             .issuer("https://as");
-        if allow_missing { b.allow_missing_audience() } else { b }.build().unwrap()
+        if allow_missing {
+            b.allow_missing_audience()
+        } else {
+            b
+        }
+        .build()
+        .unwrap()
     }
 
     fn answer(value: Value) -> JsonObject {
@@ -431,18 +447,36 @@ mod tests {
             other => panic!("{other:?}"),
         };
         assert_eq!(refused(json!({"active": false})), "the token is not active");
-        assert_eq!(refused(json!({"active": "true", "aud": "https://mcp/mcp"})), "the token is not active");
-        assert_eq!(refused(json!({"active": true, "aud": "https://other"})), "the token is for another audience");
-        assert_eq!(refused(json!({"active": true})), "the token has no audience (aud)");
-        assert_eq!(refused(json!({"active": true, "aud": "https://mcp/mcp", "iss": "https://evil"})), "unknown issuer");
-        assert_eq!(refused(json!({"active": true, "aud": "https://mcp/mcp", "exp": 1000})), "the token has expired");
+        assert_eq!(
+            refused(json!({"active": "true", "aud": "https://mcp/mcp"})),
+            "the token is not active"
+        );
+        assert_eq!(
+            refused(json!({"active": true, "aud": "https://other"})),
+            "the token is for another audience"
+        );
+        assert_eq!(
+            refused(json!({"active": true})),
+            "the token has no audience (aud)"
+        );
+        assert_eq!(
+            refused(json!({"active": true, "aud": "https://mcp/mcp", "iss": "https://evil"})),
+            "unknown issuer"
+        );
+        assert_eq!(
+            refused(json!({"active": true, "aud": "https://mcp/mcp", "exp": 1000})),
+            "the token has expired"
+        );
     }
 
     #[test]
     fn au12_allow_missing_audience_accepts_no_aud_but_not_another() {
         let v = verifier(true);
         assert!(v.check(answer(json!({"active": true}))).is_ok());
-        assert!(v.check(answer(json!({"active": true, "aud": "https://other"}))).is_err());
+        assert!(
+            v.check(answer(json!({"active": true, "aud": "https://other"})))
+                .is_err()
+        );
     }
 
     #[tokio::test]
@@ -452,7 +486,10 @@ mod tests {
         let Err(VerifyError::Unavailable(message)) = &outcome else {
             panic!("{outcome:?}")
         };
-        assert!(!message.contains("hunter2") && !message.contains("opaque"), "{message}");
+        assert!(
+            !message.contains("hunter2") && !message.contains("opaque"),
+            "{message}"
+        );
         assert!(!format!("{v:?}").contains("hunter2"));
     }
 }

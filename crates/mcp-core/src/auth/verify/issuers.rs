@@ -203,21 +203,33 @@ mod tests {
 
     #[tokio::test]
     async fn au14_a_jwt_goes_to_the_verifier_of_its_issuer_and_an_unknown_issuer_is_refused() {
-        let issuers = Issuers::builder().jwt(jwt("https://a")).jwt(jwt("https://b")).build().unwrap();
+        let issuers = Issuers::builder()
+            .jwt(jwt("https://a"))
+            .jwt(jwt("https://b"))
+            .build()
+            .unwrap();
         assert_eq!(
             issuers.verify(&unsigned("https://c")).await,
             Err(VerifyError::Invalid("unknown issuer".into()))
         );
         // A known issuer's verifier is asked: it tries to fetch keys, and cannot.
-        assert!(matches!(issuers.verify(&unsigned("https://b")).await, Err(VerifyError::Unavailable(_))));
+        assert!(matches!(
+            issuers.verify(&unsigned("https://b")).await,
+            Err(VerifyError::Unavailable(_))
+        ));
     }
 
     #[tokio::test]
     async fn au14_opaque_tokens_go_to_the_opaque_verifiers_in_order() {
-        let ok = Verified { principal: Principal::new("second"), expires_at: None };
+        let ok = Verified {
+            principal: Principal::new("second"),
+            expires_at: None,
+        };
         let issuers = Issuers::builder()
             .jwt(jwt("https://a"))
-            .opaque(Fixed(Err(VerifyError::Invalid("the token is not active".into()))))
+            .opaque(Fixed(Err(VerifyError::Invalid(
+                "the token is not active".into(),
+            ))))
             .opaque(Fixed(Ok(ok.clone())))
             .build()
             .unwrap();
@@ -225,12 +237,20 @@ mod tests {
 
         let none = Issuers::builder()
             .opaque(Fixed(Err(VerifyError::Unavailable("down".into()))))
-            .opaque(Fixed(Err(VerifyError::Invalid("the token is not active".into()))))
+            .opaque(Fixed(Err(VerifyError::Invalid(
+                "the token is not active".into(),
+            ))))
             .build()
             .unwrap();
-        assert_eq!(none.verify("opaque").await, Err(VerifyError::Unavailable("down".into())));
+        assert_eq!(
+            none.verify("opaque").await,
+            Err(VerifyError::Unavailable("down".into()))
+        );
 
         let jwt_only = Issuers::builder().jwt(jwt("https://a")).build().unwrap();
-        assert!(matches!(jwt_only.verify("opaque").await, Err(VerifyError::Invalid(_))));
+        assert!(matches!(
+            jwt_only.verify("opaque").await,
+            Err(VerifyError::Invalid(_))
+        ));
     }
 }

@@ -243,7 +243,11 @@ impl Jwks {
 /// A JWKS entry as a verification key; `None` for keys that cannot verify access tokens
 /// (encryption keys, symmetric keys, unknown types or algorithms).
 fn signing_key(entry: &Value) -> Option<Key> {
-    if entry.get("use").and_then(Value::as_str).is_some_and(|u| u != "sig") {
+    if entry
+        .get("use")
+        .and_then(Value::as_str)
+        .is_some_and(|u| u != "sig")
+    {
         return None;
     }
     let alg = match entry.get("alg").and_then(Value::as_str) {
@@ -268,7 +272,9 @@ mod tests {
 
     #[test]
     fn au11_discovery_documents_of_an_issuer_with_and_without_a_path() {
-        let KeySource::Discovery { documents, .. } = KeySource::discovery("https://as.example").unwrap() else {
+        let KeySource::Discovery { documents, .. } =
+            KeySource::discovery("https://as.example").unwrap()
+        else {
             panic!("not discovery")
         };
         let urls: Vec<_> = documents.iter().map(Url::as_str).collect();
@@ -279,7 +285,9 @@ mod tests {
                 "https://as.example/.well-known/openid-configuration"
             ]
         );
-        let KeySource::Discovery { documents, .. } = KeySource::discovery("https://as.example/tenant/").unwrap() else {
+        let KeySource::Discovery { documents, .. } =
+            KeySource::discovery("https://as.example/tenant/").unwrap()
+        else {
             panic!("not discovery")
         };
         let urls: Vec<_> = documents.iter().map(Url::as_str).collect();
@@ -297,7 +305,10 @@ mod tests {
         let rsa = json!({"kty": "RSA", "kid": "r", "alg": "RS256", "use": "sig",
             "n": "sXchDaQebHnPiGvyDOAT4saGEUetSyo9MKLOoWFsueri23bOdgWp4Dy1WlUzewbgBHod5pcM9H95GQRV3JDXboIRROSBigeC5yjU1hGzHHyXss8UDprecbAYxknTcQkhslANGRUZmdTOQ5qTRsLAt6BTYuyvVRdhS8exSZEy_c4gs_7svlJJQ4H9_NxsiIoLwAEk7-Q3UXERGYw_75IDrGA84-lA_-Ct4eTlXHBIY2EaV7t7LjJaynVJCpkv4LKjTTAumiGUIuQhrNhZLuF_RJLqHpM2kgWFLU7-VTdL1VbC2tejvcI2BlMkEpk1BzBZI0KQB0GaDWFLN-aEAw3vRw",
             "e": "AQAB"});
-        assert!(signing_key(&rsa).is_some_and(|k| k.fits(Algorithm::RS256) && !k.fits(Algorithm::PS256)));
+        assert!(
+            signing_key(&rsa)
+                .is_some_and(|k| k.fits(Algorithm::RS256) && !k.fits(Algorithm::PS256))
+        );
         let oct = json!({"kty": "oct", "kid": "h", "k": "c2VjcmV0"});
         assert!(signing_key(&oct).is_none());
         let mut enc = rsa.clone();

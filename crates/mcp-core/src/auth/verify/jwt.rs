@@ -513,7 +513,9 @@ impl JwtVerifier {
         }
         let mut fitting = fitting.filter(|key| key.fits(alg)).peekable();
         if fitting.peek().is_none() {
-            return Err(invalid(format!("no key of the issuer is for algorithm {alg:?}")));
+            return Err(invalid(format!(
+                "no key of the issuer is for algorithm {alg:?}"
+            )));
         }
         let verifies = fitting.any(|key| {
             jsonwebtoken::crypto::verify(parsed.signature, parsed.signed.as_bytes(), &key.key, alg)
@@ -572,35 +574,91 @@ mod tests {
     #[test]
     fn au10_the_builder_refuses_bad_settings() {
         let b = || JwtVerifier::builder("https://as").audience("urn:me");
-        assert_eq!(JwtVerifier::builder("https://as").audience("").build().unwrap_err(), AuthConfigError::EmptyAudience);
+        assert_eq!(
+            JwtVerifier::builder("https://as")
+                .audience("")
+                .build()
+                .unwrap_err(),
+            AuthConfigError::EmptyAudience
+        );
         for refused in ["none", "HS256", "hs512"] {
-            assert_eq!(b().algorithms([refused]).build().unwrap_err(), AuthConfigError::RefusedAlgorithm(refused.into()));
+            assert_eq!(
+                b().algorithms([refused]).build().unwrap_err(),
+                AuthConfigError::RefusedAlgorithm(refused.into())
+            );
         }
-        assert!(matches!(b().algorithms(["ES512"]).build(), Err(AuthConfigError::UnknownAlgorithm(_))));
-        assert_eq!(b().algorithms(Vec::<String>::new()).build().unwrap_err(), AuthConfigError::NoAlgorithm);
-        assert!(matches!(b().jwks_uri("ftp://x").build(), Err(AuthConfigError::InvalidUrl { .. })));
+        assert!(matches!(
+            b().algorithms(["ES512"]).build(),
+            Err(AuthConfigError::UnknownAlgorithm(_))
+        ));
+        assert_eq!(
+            b().algorithms(Vec::<String>::new()).build().unwrap_err(),
+            AuthConfigError::NoAlgorithm
+        );
+        assert!(matches!(
+            b().jwks_uri("ftp://x").build(),
+            Err(AuthConfigError::InvalidUrl { .. })
+        ));
         assert!(matches!(
             JwtVerifier::builder("not-a-url").audience("urn:me").build(),
             Err(AuthConfigError::InvalidUrl { what: "issuer", .. })
         ));
-        assert!(JwtVerifier::builder("urn:issuer").audience("urn:me").jwks_uri("https://as/jwks").build().is_ok());
-        assert_eq!(b().refetch_interval(Duration::ZERO).build().unwrap_err(), AuthConfigError::Zero("refetch_interval"));
-        assert_eq!(b().fetch_timeout(Duration::ZERO).build().unwrap_err(), AuthConfigError::Zero("fetch_timeout"));
-        assert_eq!(b().max_response_bytes(0).build().unwrap_err(), AuthConfigError::Zero("max_response_bytes"));
+        assert!(
+            JwtVerifier::builder("urn:issuer")
+                .audience("urn:me")
+                .jwks_uri("https://as/jwks")
+                .build()
+                .is_ok()
+        );
+        assert_eq!(
+            b().refetch_interval(Duration::ZERO).build().unwrap_err(),
+            AuthConfigError::Zero("refetch_interval")
+        );
+        assert_eq!(
+            b().fetch_timeout(Duration::ZERO).build().unwrap_err(),
+            AuthConfigError::Zero("fetch_timeout")
+        );
+        assert_eq!(
+            b().max_response_bytes(0).build().unwrap_err(),
+            AuthConfigError::Zero("max_response_bytes")
+        );
     }
 
     #[tokio::test]
     async fn au10_header_checks_refuse_before_any_key_is_fetched() {
         let claims = valid_claims;
-        assert_eq!(refused(serde_json::json!({"alg": "none"}), claims()).await, "algorithm none is not accepted");
-        assert_eq!(refused(serde_json::json!({"alg": "HS256"}), claims()).await, "algorithm HS256 is not accepted");
-        assert_eq!(refused(serde_json::json!({"alg": "XYZ"}), claims()).await, "algorithm XYZ is not accepted");
-        assert_eq!(refused(serde_json::json!({"typ": "JWT"}), claims()).await, "the token's header names no algorithm (alg)");
         assert_eq!(
-            refused(serde_json::json!({"alg": "RS256", "typ": "dpop+jwt"}), claims()).await,
+            refused(serde_json::json!({"alg": "none"}), claims()).await,
+            "algorithm none is not accepted"
+        );
+        assert_eq!(
+            refused(serde_json::json!({"alg": "HS256"}), claims()).await,
+            "algorithm HS256 is not accepted"
+        );
+        assert_eq!(
+            refused(serde_json::json!({"alg": "XYZ"}), claims()).await,
+            "algorithm XYZ is not accepted"
+        );
+        assert_eq!(
+            refused(serde_json::json!({"typ": "JWT"}), claims()).await,
+            "the token's header names no algorithm (alg)"
+        );
+        assert_eq!(
+            refused(
+                serde_json::json!({"alg": "RS256", "typ": "dpop+jwt"}),
+                claims()
+            )
+            .await,
             "the token's type (typ) is not an access token"
         );
-        assert!(refused(serde_json::json!({"alg": "RS256", "crit": ["b64"]}), claims()).await.contains("crit"));
+        assert!(
+            refused(
+                serde_json::json!({"alg": "RS256", "crit": ["b64"]}),
+                claims()
+            )
+            .await
+            .contains("crit")
+        );
     }
 
     #[tokio::test]
@@ -611,7 +669,10 @@ mod tests {
         assert_eq!(refused(h(), other_issuer).await, "unknown issuer");
         let mut other_audience = valid_claims();
         other_audience["aud"] = serde_json::json!(["https://other.example/mcp"]);
-        assert_eq!(refused(h(), other_audience).await, "the token is for another audience");
+        assert_eq!(
+            refused(h(), other_audience).await,
+            "the token is for another audience"
+        );
         let mut expired = valid_claims();
         expired["exp"] = 1_000_000.into();
         assert_eq!(refused(h(), expired).await, "the token has expired");
@@ -622,7 +683,15 @@ mod tests {
 
     #[tokio::test]
     async fn au10_garbage_is_not_a_jwt() {
-        for garbage in ["", "abc", "a.b", "a.b.c", "a.b.c.d", "...", "eyJhbGciOiJSUzI1NiJ9.e30"] {
+        for garbage in [
+            "",
+            "abc",
+            "a.b",
+            "a.b.c",
+            "a.b.c.d",
+            "...",
+            "eyJhbGciOiJSUzI1NiJ9.e30",
+        ] {
             assert_eq!(
                 verifier().verify(garbage).await,
                 Err(VerifyError::Invalid("the token is not a JWT".into())),
@@ -633,7 +702,12 @@ mod tests {
 
     #[tokio::test]
     async fn au10_an_unreachable_jwks_without_cached_keys_is_unavailable() {
-        let outcome = verifier().verify(&token(serde_json::json!({"alg": "RS256"}), valid_claims())).await;
-        assert!(matches!(outcome, Err(VerifyError::Unavailable(_))), "{outcome:?}");
+        let outcome = verifier()
+            .verify(&token(serde_json::json!({"alg": "RS256"}), valid_claims()))
+            .await;
+        assert!(
+            matches!(outcome, Err(VerifyError::Unavailable(_))),
+            "{outcome:?}"
+        );
     }
 }
