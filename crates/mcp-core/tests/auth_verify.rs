@@ -631,3 +631,82 @@ async fn au11_a_discovery_document_of_another_issuer_is_not_trusted() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A loopback HTTP server answering every request with `answer` (or, for `None`, reading
+/// the request and never answering). Stops when the returned task is aborted.
+async fn raw_server(answer: Option<String>) -> (String, tokio::task::JoinHandle<()>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut request = vec![0; 8192];
+            let _ = socket.read(&mut request).await;
+            match &answer {
+                Some(answer) => {
+                    let _ = socket.write_all(answer.as_bytes()).await;
+                }
+                None => held.push(socket),
+            }
+        }
+    });
+    (base, task)
+}
+
+#[tokio::test]
+async fn au11_a_redirecting_jwks_uri_is_not_followed_even_by_a_client_that_would() {
+    let auth = AuthServer::shared();
+    let token = auth.token(CLIENT_A, RESOURCE, "read").await;
+    let redirect = format!(
+        "HTTP/1.1 302 Found\r\nLocation: {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        auth.jwks_uri()
+    );
+    let (base, server) = raw_server(Some(redirect)).await;
+    for client in [None, Some(reqwest::Client::new())] {
+        let mut builder = JwtVerifier::builder(auth.issuer())
+            .audience(RESOURCE)
+            .jwks_uri(format!("{base}/jwks"));
+        if let Some(client) = client {
+            builder = builder.http_client(client);
+        }
+        match builder.build().unwrap().verify(&token).await {
+            Err(VerifyError::Unavailable(message)) => {
+                assert!(message.contains("redirect"), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    server.abort();
+}
+
+#[tokio::test]
+async fn au11_au12_an_authorization_server_that_never_answers_times_out() {
+    let (base, server) = raw_server(None).await;
+    let auth = AuthServer::shared();
+    let token = auth.token(CLIENT_A, RESOURCE, "read").await;
+    let started = std::time::Instant::now();
+    let jwt = JwtVerifier::builder(auth.issuer())
+        .audience(RESOURCE)
+        .jwks_uri(format!("{base}/jwks"))
+        .fetch_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    match jwt.verify(&token).await {
+        Err(VerifyError::Unavailable(message)) => {
+            assert!(message.contains("did not answer within"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    let introspection = IntrospectionVerifier::builder(format!("{base}/introspect"))
+        .client_credentials(RS_CLIENT, RS_SECRET)
+        .audience(RESOURCE)
+        .fetch_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let outcome = introspection.verify("opaque").await;
+    assert!(matches!(outcome, Err(VerifyError::Unavailable(_))), "{outcome:?}");
+    // Both ended: well under the generous bound.
+    assert!(started.elapsed() < Duration::from_secs(30));
+    server.abort();
+}
