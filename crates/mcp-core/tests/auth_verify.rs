@@ -705,7 +705,10 @@ async fn au11_au12_an_authorization_server_that_never_answers_times_out() {
         .build()
         .unwrap();
     let outcome = introspection.verify("opaque").await;
-    assert!(matches!(outcome, Err(VerifyError::Unavailable(_))), "{outcome:?}");
+    assert!(
+        matches!(outcome, Err(VerifyError::Unavailable(_))),
+        "{outcome:?}"
+    );
     // Both ended: well under the generous bound.
     assert!(started.elapsed() < Duration::from_secs(30));
     server.abort();
