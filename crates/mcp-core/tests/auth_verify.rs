@@ -713,3 +713,40 @@ async fn au11_au12_an_authorization_server_that_never_answers_times_out() {
     assert!(started.elapsed() < Duration::from_secs(30));
     server.abort();
 }
+
+#[tokio::test]
+async fn au11_an_unknown_kid_refetches_once_the_interval_has_passed() {
+    let auth = AuthServer::start().await;
+    let interval = Duration::from_secs(1);
+    let verifier = JwtVerifier::builder(auth.issuer())
+        .audience(RESOURCE)
+        .refetch_interval(interval)
+        .build()
+        .unwrap();
+    let good = auth.token(CLIENT_A, RESOURCE, "read").await;
+    let rotated = auth
+        .mint(json!({"kid": "rotated"}), good_claims(&auth))
+        .await;
+    assert!(verifier.verify(&good).await.is_ok());
+    let fetched = std::time::Instant::now();
+    assert_eq!(auth.counters().await.jwks, 1);
+    // Within the interval: the unknown kid is refused from the cached keys.
+    invalid(verifier.verify(&rotated).await);
+    if fetched.elapsed() < interval {
+        assert_eq!(auth.counters().await.jwks, 1);
+    }
+    // Once the interval has passed (waiting for time to pass, which is what is tested, not
+    // to synchronize with anything), an unknown kid fetches the keys again, once.
+    tokio::time::sleep(interval.saturating_sub(fetched.elapsed()) + Duration::from_millis(10))
+        .await;
+    invalid(verifier.verify(&rotated).await);
+    let refetched = std::time::Instant::now();
+    for _ in 0..5 {
+        invalid(verifier.verify(&rotated).await);
+    }
+    if refetched.elapsed() < interval {
+        assert_eq!(auth.counters().await.jwks, 2);
+    } else {
+        assert!(auth.counters().await.jwks >= 2);
+    }
+}
