@@ -610,3 +610,143 @@ async fn au15_a_repeated_opaque_token_is_introspected_once() {
     }
     assert_eq!(auth.counters().await.introspection, 3);
 }
+
+#[tokio::test]
+async fn au11_a_discovery_document_of_another_issuer_is_not_trusted() {
+    let auth = AuthServer::shared();
+    // The same server under another name (a trailing slash): its discovery document names
+    // `auth.issuer()`, not this one, so its keys are not taken.
+    let lookalike = format!("{}/", auth.issuer());
+    let verifier = JwtVerifier::builder(&lookalike)
+        .audience(RESOURCE)
+        .build()
+        .unwrap();
+    let mut claims = good_claims(auth);
+    claims["iss"] = json!(lookalike);
+    let token = auth.mint(json!({}), claims).await;
+    match verifier.verify(&token).await {
+        Err(VerifyError::Unavailable(message)) => {
+            assert!(message.contains("is for issuer"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A loopback HTTP server answering every request with `answer` (or, for `None`, reading
+/// the request and never answering). Stops when the returned task is aborted.
+async fn raw_server(answer: Option<String>) -> (String, tokio::task::JoinHandle<()>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut request = vec![0; 8192];
+            let _ = socket.read(&mut request).await;
+            match &answer {
+                Some(answer) => {
+                    let _ = socket.write_all(answer.as_bytes()).await;
+                }
+                None => held.push(socket),
+            }
+        }
+    });
+    (base, task)
+}
+
+#[tokio::test]
+async fn au11_a_redirecting_jwks_uri_is_not_followed_even_by_a_client_that_would() {
+    let auth = AuthServer::shared();
+    let token = auth.token(CLIENT_A, RESOURCE, "read").await;
+    let redirect = format!(
+        "HTTP/1.1 302 Found\r\nLocation: {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        auth.jwks_uri()
+    );
+    let (base, server) = raw_server(Some(redirect)).await;
+    for client in [None, Some(reqwest::Client::new())] {
+        let mut builder = JwtVerifier::builder(auth.issuer())
+            .audience(RESOURCE)
+            .jwks_uri(format!("{base}/jwks"));
+        if let Some(client) = client {
+            builder = builder.http_client(client);
+        }
+        match builder.build().unwrap().verify(&token).await {
+            Err(VerifyError::Unavailable(message)) => {
+                assert!(message.contains("redirect"), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    server.abort();
+}
+
+#[tokio::test]
+async fn au11_au12_an_authorization_server_that_never_answers_times_out() {
+    let (base, server) = raw_server(None).await;
+    let auth = AuthServer::shared();
+    let token = auth.token(CLIENT_A, RESOURCE, "read").await;
+    let started = std::time::Instant::now();
+    let jwt = JwtVerifier::builder(auth.issuer())
+        .audience(RESOURCE)
+        .jwks_uri(format!("{base}/jwks"))
+        .fetch_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    match jwt.verify(&token).await {
+        Err(VerifyError::Unavailable(message)) => {
+            assert!(message.contains("did not answer within"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    let introspection = IntrospectionVerifier::builder(format!("{base}/introspect"))
+        .client_credentials(RS_CLIENT, RS_SECRET)
+        .audience(RESOURCE)
+        .fetch_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let outcome = introspection.verify("opaque").await;
+    assert!(
+        matches!(outcome, Err(VerifyError::Unavailable(_))),
+        "{outcome:?}"
+    );
+    // Both ended: well under the generous bound.
+    assert!(started.elapsed() < Duration::from_secs(30));
+    server.abort();
+}
+
+#[tokio::test]
+async fn au11_an_unknown_kid_refetches_once_the_interval_has_passed() {
+    let auth = AuthServer::start().await;
+    let interval = Duration::from_secs(1);
+    let verifier = JwtVerifier::builder(auth.issuer())
+        .audience(RESOURCE)
+        .refetch_interval(interval)
+        .build()
+        .unwrap();
+    let good = auth.token(CLIENT_A, RESOURCE, "read").await;
+    let rotated = auth
+        .mint(json!({"kid": "rotated"}), good_claims(&auth))
+        .await;
+    assert!(verifier.verify(&good).await.is_ok());
+    let fetched = std::time::Instant::now();
+    assert_eq!(auth.counters().await.jwks, 1);
+    // Within the interval: the unknown kid is refused from the cached keys.
+    invalid(verifier.verify(&rotated).await);
+    if fetched.elapsed() < interval {
+        assert_eq!(auth.counters().await.jwks, 1);
+    }
+    // Once the interval has passed (waiting for time to pass, which is what is tested, not
+    // to synchronize with anything), an unknown kid fetches the keys again, once.
+    tokio::time::sleep(interval.saturating_sub(fetched.elapsed()) + Duration::from_millis(10))
+        .await;
+    invalid(verifier.verify(&rotated).await);
+    let refetched = std::time::Instant::now();
+    for _ in 0..5 {
+        invalid(verifier.verify(&rotated).await);
+    }
+    if refetched.elapsed() < interval {
+        assert_eq!(auth.counters().await.jwks, 2);
+    } else {
+        assert!(auth.counters().await.jwks >= 2);
+    }
+}

@@ -226,9 +226,14 @@ impl<V: TokenVerifier> CachedVerifier<V> {
         if ttl.is_zero() {
             return None;
         }
+        // A ttl too large for the clock (a huge max_ttl): a century is forever enough.
+        let now = Instant::now();
+        let until = now
+            .checked_add(ttl)
+            .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 86_400)))?;
         Some(Entry {
             outcome: outcome.clone(),
-            until: Instant::now() + ttl,
+            until,
             expires_at,
         })
     }
@@ -405,6 +410,14 @@ mod tests {
         forgetful.verify("garbage").await.unwrap_err();
         forgetful.verify("garbage").await.unwrap_err();
         assert_eq!(calls(&forgetful), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn au15_a_max_ttl_past_what_the_clock_holds_does_not_panic() {
+        let cache = cached(None, CacheLimits::default().max_ttl(Duration::MAX));
+        cache.verify("valid-a").await.unwrap();
+        cache.verify("valid-a").await.unwrap();
+        assert_eq!(calls(&cache), 1);
     }
 
     #[tokio::test(start_paused = true)]
