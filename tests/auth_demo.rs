@@ -8,7 +8,10 @@ mod common;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
-use test_helpers::auth_server::{AuthServer, CLIENT_A, CLIENT_B};
+use test_helpers::{
+    auth_server::{AuthServer, CLIENT_A, CLIENT_B},
+    http::post_2026_to,
+};
 
 /// The demo with OAuth on; its audience is its own URL.
 async fn authed_demo(auth: &AuthServer) -> common::DemoHttp {
@@ -32,43 +35,9 @@ fn now() -> u64 {
 }
 
 /// A 2026-07-28 POST with `token` (if any); the status, the challenge and the JSON body.
-async fn post(
-    url: &str,
-    token: Option<&str>,
-    method: &str,
-    mut params: Value,
-) -> (u16, String, Value) {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "auth-demo", "version": "0"},
-    });
-    let mut request = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", method);
-    if let Some(name) = params.get("name").and_then(Value::as_str) {
-        request = request.header("mcp-name", name);
-    }
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    let response = request
-        .body(json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string())
-        .send()
-        .await
-        .expect("POST to the demo");
-    let status = response.status().as_u16();
-    let challenge = response
-        .headers()
-        .get("www-authenticate")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
-    let body = response.json().await.unwrap_or(Value::Null);
-    (status, challenge, body)
+async fn post(url: &str, token: Option<&str>, method: &str, params: Value) -> (u16, String, Value) {
+    let answer = post_2026_to(url, token, method, params, json!({})).await;
+    (answer.status, answer.challenge, answer.body)
 }
 
 fn multiply() -> Value {

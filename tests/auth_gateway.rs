@@ -8,36 +8,17 @@ mod common;
 use mcp_proxy::gateway::GatewayConfig;
 use mcpkit::HttpServer;
 use serde_json::{Value, json};
-use test_helpers::auth_server::{AuthServer, CLIENT_A, CLIENT_B, SECRET_B};
+use test_helpers::{
+    auth_server::{AuthServer, CLIENT_A, CLIENT_B, SECRET_B},
+    http::post_2026_to,
+};
 
 /// The environment variable the gateway reads its exchange client's secret from.
 const SECRET_ENV: &str = "MCPKIT_AUTH_GATEWAY_TEST_SECRET";
 
-async fn post(url: &str, token: Option<&str>, method: &str, mut params: Value) -> (u16, Value) {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "auth-gateway", "version": "0"},
-    });
-    let mut request = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", method);
-    if let Some(name) = params.get("name").and_then(Value::as_str) {
-        request = request.header("mcp-name", name);
-    }
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    let response = request
-        .body(json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string())
-        .send()
-        .await
-        .expect("POST");
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
+async fn post(url: &str, token: Option<&str>, method: &str, params: Value) -> (u16, Value) {
+    let answer = post_2026_to(url, token, method, params, json!({})).await;
+    (answer.status, answer.body)
 }
 
 // One thread: the secret is put into the environment before anything else runs.

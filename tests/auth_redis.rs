@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use test_helpers::{
     auth_server::{AuthServer, CLIENT_A, CLIENT_B},
+    http::post_2026_to,
     redis::RedisServer,
 };
 
@@ -17,37 +18,11 @@ use test_helpers::{
 const PATIENCE: Duration = Duration::from_secs(60);
 
 /// A 2026-07-28 request with the tasks opt-in and `token`; the JSON-RPC answer.
-async fn send(url: &str, token: &str, method: &str, mut params: Value) -> Value {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {
-            "extensions": {"io.modelcontextprotocol/tasks": {}}
-        },
-        "io.modelcontextprotocol/clientInfo": {"name": "auth-redis", "version": "0"},
-    });
-    let name = params
-        .get("name")
-        .or_else(|| params.get("taskId"))
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let mut request = reqwest::Client::new()
-        .post(url)
-        .bearer_auth(token)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", method);
-    if let Some(name) = name {
-        request = request.header("mcp-name", name);
-    }
-    let response = request
-        .body(json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string())
-        .timeout(Duration::from_secs(30))
-        .send()
-        .await
-        .expect("POST");
-    assert_eq!(response.status(), 200, "{method}");
-    response.json().await.expect("a JSON answer")
+async fn send(url: &str, token: &str, method: &str, params: Value) -> Value {
+    let capabilities = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let answer = post_2026_to(url, Some(token), method, params, capabilities).await;
+    assert_eq!(answer.status, 200, "{method}: {answer:?}");
+    answer.body
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

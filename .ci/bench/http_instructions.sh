@@ -9,6 +9,10 @@
 # once under wrk -c1 for SECONDS (default 15); prints the requests served and
 # (instructions of the loaded run - instructions of the idle run) / requests. Needs valgrind
 # and wrk (Debian's packages). Not part of CI; BENCHMARKS.md ("HTTP edge") has the figures.
+#
+# HTTP_ADDR (default 127.0.0.1:0) is the address served, DEMO_ARGS more arguments for the
+# demo (word-split), BEARER a token sent with every call: with them the same count is taken
+# of the demo as an OAuth resource server (BENCHMARKS.md, "Authorization").
 set -euo pipefail
 
 binary="${1:?usage: http_instructions.sh DEMO_BINARY [SECONDS]}"
@@ -26,11 +30,16 @@ wrk.headers["Mcp-Protocol-Version"] = "2026-07-28"
 wrk.headers["Mcp-Method"] = "tools/call"
 wrk.headers["Mcp-Name"] = "add"
 LUA
+if [[ -n "${BEARER:-}" ]]; then
+    echo "wrk.headers[\"Authorization\"] = \"Bearer $BEARER\"" >>"$work/call.lua"
+fi
+# shellcheck disable=SC2206 # DEMO_ARGS is a list of words on purpose
+extra=(${DEMO_ARGS:-})
 
 # measure SECONDS: prints "requests instructions" for one callgrind run
 measure() {
     local out="$work/cg.$1.out" log="$work/log.$1"
-    valgrind --tool=callgrind --callgrind-out-file="$out" "$binary" --http 127.0.0.1:0 >"$log" 2>&1 &
+    valgrind --tool=callgrind --callgrind-out-file="$out" "$binary" --http "${HTTP_ADDR:-127.0.0.1:0}" "${extra[@]}" >"$log" 2>&1 &
     local pid=$! url=""
     for _ in $(seq 1 600); do
         url="$(grep -o 'http://[0-9.:]*/mcp' "$log" | head -n1 || true)"

@@ -36,18 +36,12 @@ pub async fn spawn_demo_http() -> DemoHttp {
 /// The demo serving Streamable HTTP on a free port with extra `args` and environment `envs`.
 #[allow(dead_code)]
 pub async fn spawn_demo_http_with(args: &[&str], envs: &[(&str, &str)]) -> DemoHttp {
-    let mut all = vec!["--http", "127.0.0.1:0"];
-    all.extend_from_slice(args);
-    let (child, url) = spawn_demo(&all, envs, |line| {
-        line.strip_prefix("listening on ")
-            .map(|url| url.trim().to_owned())
-    })
-    .await;
-    DemoHttp { url, _child: child }
+    spawn_demo_http_on(0, args, envs).await
 }
 
-/// The demo serving Streamable HTTP on `127.0.0.1:<port>` with extra `args` and `envs` (for
-/// a server that must know its own URL before it starts, such as an OAuth audience).
+/// The demo serving Streamable HTTP on `127.0.0.1:<port>` (0: a free port) with extra
+/// `args` and `envs` (a given port for a server that must know its own URL before it
+/// starts, such as an OAuth audience).
 #[allow(dead_code)]
 pub async fn spawn_demo_http_on(port: u16, args: &[&str], envs: &[(&str, &str)]) -> DemoHttp {
     let address = format!("127.0.0.1:{port}");

@@ -88,35 +88,22 @@ impl LoopbackHttp {
     pub async fn post_2026(
         &self,
         method: &str,
-        mut params: Value,
+        params: Value,
         capabilities: Value,
         name: Option<&str>,
     ) -> (u16, Value) {
-        params["_meta"] = json!({
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": capabilities,
-            "io.modelcontextprotocol/clientInfo": {"name": "test-helpers", "version": "0"},
-        });
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        let mut request = self
-            .client
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", method);
-        if let Some(name) = name {
-            request = request.header("mcp-name", name);
-        }
-        let response = request
-            .body(body.to_string())
-            .send()
-            .await
-            .expect("POST to the loopback server");
-        let status = response.status().as_u16();
-        let text = response.text().await.expect("the answer's body");
-        let answer = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text:?}"));
-        (status, answer)
+        let answer = post(
+            &self.client,
+            &self.url,
+            None,
+            method,
+            params,
+            capabilities,
+            name,
+        )
+        .await;
+        assert!(!answer.body.is_null(), "not JSON: {answer:?}");
+        (answer.status, answer.body)
     }
 
     /// Stops the server and waits until it has stopped cleanly.
@@ -132,5 +119,113 @@ impl LoopbackHttp {
             .await
             .expect("the server task")
             .expect("the server stops cleanly");
+    }
+}
+
+/// What a server answered to one raw request: the HTTP status, its `WWW-Authenticate`
+/// challenge (empty when there is none) and the JSON body (`Null` when it is not JSON; the
+/// `data:` line of an SSE answer is read as JSON).
+///
+/// ```
+/// let answer = test_helpers::http::RawAnswer { status: 401, challenge: "Bearer".into(), body: serde_json::Value::Null };
+/// assert_eq!(answer.status, 401);
+/// ```
+#[derive(Debug, Clone)]
+pub struct RawAnswer {
+    /// The HTTP status.
+    pub status: u16,
+    /// The `WWW-Authenticate` header, or empty.
+    pub challenge: String,
+    /// The JSON body, or `Null`.
+    pub body: Value,
+}
+
+/// Posts one 2026-07-28 request to `url` as a conforming client does (`params._meta` with
+/// the protocol version, `capabilities` and a client name; `Mcp-Method`, and `Mcp-Name` from
+/// `params.name`, `params.uri` or `params.taskId`), with `token` as its bearer token.
+///
+/// ```no_run
+/// # async fn run() {
+/// use serde_json::json;
+/// let answer = test_helpers::http::post_2026_to(
+///     "http://127.0.0.1:8000/mcp", Some("eyJ..."), "tools/list", json!({}), json!({}),
+/// )
+/// .await;
+/// assert_eq!(answer.status, 200, "{answer:?}");
+/// # }
+/// ```
+pub async fn post_2026_to(
+    url: &str,
+    token: Option<&str>,
+    method: &str,
+    params: Value,
+    capabilities: Value,
+) -> RawAnswer {
+    let name = ["name", "uri", "taskId"]
+        .iter()
+        .find_map(|key| params.get(*key).and_then(Value::as_str))
+        .map(str::to_owned);
+    post(
+        &reqwest::Client::new(),
+        url,
+        token,
+        method,
+        params,
+        capabilities,
+        name.as_deref(),
+    )
+    .await
+}
+
+async fn post(
+    client: &reqwest::Client,
+    url: &str,
+    token: Option<&str>,
+    method: &str,
+    mut params: Value,
+    capabilities: Value,
+    name: Option<&str>,
+) -> RawAnswer {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "test-helpers", "version": "0"},
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let mut request = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if let Some(name) = name {
+        request = request.header("mcp-name", name);
+    }
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request
+        .body(body.to_string())
+        .timeout(std::time::Duration::from_secs(60))
+        .send()
+        .await
+        .expect("POST to the server");
+    let status = response.status().as_u16();
+    let challenge = response
+        .headers()
+        .get(reqwest::header::WWW_AUTHENTICATE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let text = response.text().await.expect("the answer's body");
+    let json = text
+        .lines()
+        .find_map(|line| line.strip_prefix("data:"))
+        .unwrap_or(&text);
+    let body = serde_json::from_str(json.trim()).unwrap_or(Value::Null);
+    RawAnswer {
+        status,
+        challenge,
+        body,
     }
 }

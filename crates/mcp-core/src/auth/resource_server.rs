@@ -489,6 +489,6 @@ mod tests {
 
     #[test]
     fn challenges_quote_safely() {
-        assert_eq!(quoted("a \"b\"\n\\c"), "a 'b'  'c");
+        assert_eq!(quoted("a \"b\"\n\\c"), "a 'b' 'c");
     }
 }
