@@ -42,7 +42,7 @@ measure() {
     valgrind --tool=callgrind --callgrind-out-file="$out" "$binary" --http "${HTTP_ADDR:-127.0.0.1:0}" "${extra[@]}" >"$log" 2>&1 &
     local pid=$! url=""
     for _ in $(seq 1 600); do
-        url="$(grep -o 'http://[0-9.:]*/mcp' "$log" | head -n1 || true)"
+        url="$(sed -n 's/^listening on //p' "$log" | head -n1)"
         [[ -n "$url" ]] && break
         sleep 0.1
     done

@@ -221,20 +221,24 @@ impl RequestScope {
     }
 
     /// The authenticated caller: set with [`with_principal`](Self::with_principal), or a
-    /// [`Principal`] an auth layer put into the request's (or its HTTP parts') extensions.
-    /// `None` is an anonymous caller.
+    /// [`Principal`] (or an `Arc<Principal>`, as the resource server puts it) an auth layer
+    /// put into the request's (or its HTTP parts') extensions. `None` is an anonymous caller.
     ///
     /// ```
     /// assert!(mcp_core::RequestScope::new().principal().is_none());
     /// ```
     pub fn principal(&self) -> Option<&Principal> {
+        use std::sync::Arc;
         self.principal
             .as_ref()
             .or_else(|| self.extensions.get::<Principal>())
+            .or_else(|| self.extensions.get::<Arc<Principal>>().map(|p| &**p))
             .or_else(|| {
-                self.extensions
-                    .get::<http::request::Parts>()
-                    .and_then(|parts| parts.extensions.get::<Principal>())
+                let parts = self.extensions.get::<http::request::Parts>()?;
+                parts
+                    .extensions
+                    .get::<Principal>()
+                    .or_else(|| parts.extensions.get::<Arc<Principal>>().map(|p| &**p))
             })
     }
 

@@ -1,6 +1,6 @@
 //! [`BearerToken`]: the caller's raw access token, for the rare tool that must present it.
 
-use std::fmt;
+use std::{fmt, sync::Arc};
 
 /// The raw access token the request came with. The resource server puts it into the
 /// request's extensions next to the [`Principal`](crate::auth::Principal); a tool gets it
@@ -13,7 +13,7 @@ use std::fmt;
 /// assert_eq!(format!("{token:?}"), "BearerToken(<redacted>)");
 /// ```
 #[derive(Clone, PartialEq, Eq)]
-pub struct BearerToken(String);
+pub struct BearerToken(Arc<str>);
 
 impl BearerToken {
     /// Wraps a token.
@@ -22,7 +22,7 @@ impl BearerToken {
     /// let _ = mcp_core::auth::BearerToken::new("t");
     /// ```
     pub fn new(token: impl Into<String>) -> Self {
-        Self(token.into())
+        Self(Arc::from(token.into()))
     }
 
     /// The token itself. Never log it, and never send it to another server: an upstream

@@ -5,7 +5,7 @@
 
 use std::{
     collections::HashMap,
-    sync::{Mutex, PoisonError},
+    sync::{Arc, Mutex, PoisonError},
 };
 
 use axum::response::Response;
@@ -35,8 +35,14 @@ pub(super) struct Gate {
 
 /// The caller of a request that passed authentication.
 pub(super) struct Caller {
-    pub(super) principal: Principal,
-    key: String,
+    pub(super) principal: Arc<Principal>,
+}
+
+impl Caller {
+    /// The key sessions are bound by (worked out only when a session is involved).
+    fn key(&self) -> String {
+        self.principal.scope_key()
+    }
 }
 
 impl Gate {
@@ -81,11 +87,11 @@ impl Gate {
         };
         match self.resource.verifier().verify(token).await {
             Ok(verified) => {
-                let principal = verified.principal;
-                let key = principal.scope_key();
+                // Shared: the request's extensions are cloned several times on its way.
+                let principal = Arc::new(verified.principal);
                 parts.extensions.insert(BearerToken::new(token));
-                parts.extensions.insert(principal.clone());
-                Ok(Caller { principal, key })
+                parts.extensions.insert(Arc::clone(&principal));
+                Ok(Caller { principal })
             }
             Err(VerifyError::Invalid(why)) => {
                 log.refused(Kind::Auth, &format_args!("a token was refused: {why}"));
@@ -159,7 +165,7 @@ impl Gate {
             .and_then(|value| value.to_str().ok())?;
         let owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
         match owners.get(id) {
-            Some(owner) if *owner != caller.key => Some(json_rpc_error(
+            Some(owner) if *owner != caller.key() => Some(json_rpc_error(
                 http::StatusCode::NOT_FOUND,
                 serde_json::Value::Null,
                 TRANSPORT_REFUSED,
@@ -174,7 +180,7 @@ impl Gate {
     pub(super) async fn opened(&self, caller: &Caller, id: &str, sessions: &LocalSessionManager) {
         let prune = {
             let mut owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
-            owners.insert(id.to_owned(), caller.key.clone());
+            owners.insert(id.to_owned(), caller.key());
             owners.len() > self.max_sessions.saturating_mul(2)
         };
         if prune {
