@@ -1,5 +1,7 @@
 //! [`Principal`]: who is calling.
 
+use std::sync::Arc;
+
 use mcp_types::JsonObject;
 
 /// An authenticated caller: the issuer that vouched for it, the OAuth client, the subject
@@ -26,9 +28,10 @@ pub struct Principal {
     /// The scopes granted to the token.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scopes: Vec<String>,
-    /// The token's claims (or the introspection answer), as the issuer wrote them.
-    #[serde(default, skip_serializing_if = "JsonObject::is_empty")]
-    pub claims: JsonObject,
+    /// The token's claims (or the introspection answer), as the issuer wrote them; shared,
+    /// so a principal is cheap to clone.
+    #[serde(default, skip_serializing_if = "no_claims")]
+    pub claims: Arc<JsonObject>,
 }
 
 impl Principal {
@@ -92,7 +95,7 @@ impl Principal {
     /// assert_eq!(p.claim("tenant"), Some(&serde_json::json!("acme")));
     /// ```
     pub fn with_claims(mut self, claims: JsonObject) -> Self {
-        self.claims = claims;
+        self.claims = Arc::new(claims);
         self
     }
 
@@ -153,6 +156,10 @@ impl Principal {
         }
         key
     }
+}
+
+fn no_claims(claims: &Arc<JsonObject>) -> bool {
+    claims.is_empty()
 }
 
 /// One part of a [`Principal::scope_key`]: `%` and `|` percent-escaped.

@@ -237,7 +237,7 @@ mod tests {
         let p = principal_from_claims(claims.clone());
         assert_eq!(p.issuer.as_deref(), Some("https://as"));
         assert_eq!(p.subject, None);
-        assert_eq!(p.claims, claims);
+        assert_eq!(*p.claims, claims);
     }
 
     #[test]
