@@ -16,6 +16,7 @@ seconds="${1:-8}"
 rounds="${2:-3}"
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
+source "$root/.ci/bench/wrk.sh"
 cd "$root"
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 1; }
 
@@ -52,13 +53,12 @@ start() {
     taskset -c 0 "$demo" "$@" >"$work/$name.log" 2>&1 &
     pids+=("$!")
     printf -v "${name}_pid" '%s' "$!"
-    url=""
     for _ in $(seq 1 300); do
-        url="$(grep -o 'http://[0-9.:]*/mcp' "$work/$name.log" | tail -n1 || true)"
         grep -q '^listening on ' "$work/$name.log" && break
         sleep 0.1
     done
-    grep -q '^listening on ' "$work/$name.log" || { echo "$name did not start:" >&2; cat "$work/$name.log" >&2; exit 1; }
+    url="$(sed -n 's/^listening on //p' "$work/$name.log" | head -n1)"
+    [[ -n "$url" ]] || { echo "$name did not start:" >&2; cat "$work/$name.log" >&2; exit 1; }
 }
 
 start open --http 127.0.0.1:0
@@ -70,19 +70,8 @@ token="$(curl -fsS -u client-a:secret-a -d grant_type=client_credentials \
     --data-urlencode "resource=$auth_url" "$issuer/token" |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["access_token"])')"
 
-body='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"wrk","version":"1"}}}}'
-for which in open auth; do
-    cat >"$work/$which.lua" <<EOF
-wrk.method = "POST"
-wrk.body = '$body'
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Accept"] = "application/json, text/event-stream"
-wrk.headers["Mcp-Protocol-Version"] = "2026-07-28"
-wrk.headers["Mcp-Method"] = "tools/call"
-wrk.headers["Mcp-Name"] = "add"
-EOF
-done
-echo "wrk.headers[\"Authorization\"] = \"Bearer $token\"" >>"$work/auth.lua"
+wrk_call_script "$work/open.lua"
+wrk_call_script "$work/auth.lua" "$token"
 
 for which in open auth; do
     u="${which}_url"
@@ -90,34 +79,12 @@ for which in open auth; do
     [[ $which == auth ]] && extra=(-H "authorization: Bearer $token")
     answer="$(curl -s "${!u}" -H 'content-type: application/json' \
         -H 'accept: application/json, text/event-stream' -H 'mcp-protocol-version: 2026-07-28' \
-        -H 'mcp-method: tools/call' -H 'mcp-name: add' "${extra[@]}" -d "$body")"
+        -H 'mcp-method: tools/call' -H 'mcp-name: add' "${extra[@]}" -d "$WRK_BODY")"
     [[ "$answer" == *'"structuredContent":{"result":5}'* ]] || {
         echo "$which does not answer add(2,3) with 5: $answer" >&2
         exit 1
     }
 done
-
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-
-# run URL SCRIPT PID: prints "requests/s p50 cpu-µs-per-call".
-run() {
-    local out before_ticks after_ticks
-    before_ticks="$(cpu_ticks "$3")"
-    out="$(taskset -c 1 wrk -t1 -c32 -d"${seconds}s" --latency -s "$2" "$1")"
-    after_ticks="$(cpu_ticks "$3")"
-    if grep -q 'Non-2xx\|Socket errors' <<<"$out"; then
-        echo "errors during the run against $1:" >&2
-        echo "$out" >&2
-        exit 1
-    fi
-    local rps p50 requests cpu
-    rps="$(awk '/Requests\/sec/ {print $2}' <<<"$out")"
-    p50="$(awk '$1 == "50%" {print $2}' <<<"$out")"
-    requests="$(awk '/requests in/ {print $1}' <<<"$out")"
-    cpu="$(awk -v t="$((after_ticks - before_ticks))" -v hz="$(getconf CLK_TCK)" -v n="$requests" \
-        'BEGIN {printf "%.1f", t / hz * 1e6 / n}')"
-    echo "$rps $p50 $cpu"
-}
 
 echo "machine: $(nproc) vCPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "open: $open_url; auth: $auth_url (issuer $issuer); 32 connections, ${seconds} s per run"
@@ -126,7 +93,7 @@ for round in $(seq 1 "$rounds"); do
     for which in open auth; do
         u="${which}_url"
         p="${which}_pid"
-        read -r rps p50 cpu < <(run "${!u}" "$work/$which.lua" "${!p}")
+        read -r rps p50 cpu < <(wrk_run "${!u}" 32 "$work/$which.lua" "${!p}" "$seconds")
         printf '%-6s %-6s %10s %10s %12s\n' "$round" "$which" "$rps" "$p50" "$cpu"
     done
 done

@@ -16,6 +16,7 @@ seconds="${2:-8}"
 rounds="${3:-3}"
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
+source "$root/.ci/bench/wrk.sh"
 cd "$root"
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 1; }
 
@@ -61,51 +62,18 @@ before_url="$url"
 start after "$after_target/release/examples/demo"
 after_url="$url"
 
-body='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"wrk","version":"1"}}}}'
-cat >"$work/call.lua" <<EOF
-wrk.method = "POST"
-wrk.body = '$body'
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Accept"] = "application/json, text/event-stream"
-wrk.headers["Mcp-Protocol-Version"] = "2026-07-28"
-wrk.headers["Mcp-Method"] = "tools/call"
-wrk.headers["Mcp-Name"] = "add"
-EOF
+wrk_call_script "$work/call.lua"
 
 for which in before after; do
     u="${which}_url"
     answer="$(curl -s "${!u}" -H 'content-type: application/json' \
         -H 'accept: application/json, text/event-stream' -H 'mcp-protocol-version: 2026-07-28' \
-        -H 'mcp-method: tools/call' -H 'mcp-name: add' -d "$body")"
+        -H 'mcp-method: tools/call' -H 'mcp-name: add' -d "$WRK_BODY")"
     [[ "$answer" == *'"structuredContent":{"result":5}'* ]] || {
         echo "$which does not answer add(2,3) with 5: $answer" >&2
         exit 1
     }
 done
-
-# CPU time (user + system) a process has used, in clock ticks.
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-
-# run URL CONNECTIONS PID: prints "requests/s p50 cpu-µs-per-call" (the server's own CPU
-# time over the requests wrk completed: steadier than throughput on a shared VM)
-run() {
-    local out before_ticks after_ticks
-    before_ticks="$(cpu_ticks "$3")"
-    out="$(taskset -c 1 wrk -t1 -c"$2" -d"${seconds}s" --latency -s "$work/call.lua" "$1")"
-    after_ticks="$(cpu_ticks "$3")"
-    if grep -q 'Non-2xx\|Socket errors' <<<"$out"; then
-        echo "errors during the run against $1:" >&2
-        echo "$out" >&2
-        exit 1
-    fi
-    local rps p50 requests cpu
-    rps="$(awk '/Requests\/sec/ {print $2}' <<<"$out")"
-    p50="$(awk '$1 == "50%" {print $2}' <<<"$out")"
-    requests="$(awk '/requests in/ {print $1}' <<<"$out")"
-    cpu="$(awk -v t="$((after_ticks - before_ticks))" -v hz="$(getconf CLK_TCK)" -v n="$requests" \
-        'BEGIN {printf "%.1f", t / hz * 1e6 / n}')"
-    echo "$rps $p50 $cpu"
-}
 
 echo "machine: $(nproc) vCPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "before: $before_rev ($before_url); after: working tree ($after_url); ${seconds} s per run"
@@ -115,7 +83,7 @@ for round in $(seq 1 "$rounds"); do
         for which in before after; do
             u="${which}_url"
             p="${which}_pid"
-            read -r rps p50 cpu < <(run "${!u}" "$c" "${!p}")
+            read -r rps p50 cpu < <(wrk_run "${!u}" "$c" "$work/call.lua" "${!p}" "$seconds")
             printf '%-6s %-7s %-12s %10s %10s %12s\n' "$round" "$which" "$c" "$rps" "$p50" "$cpu"
         done
     done

@@ -18,21 +18,10 @@ set -euo pipefail
 binary="${1:?usage: http_instructions.sh DEMO_BINARY [SECONDS]}"
 seconds="${2:-15}"
 work="$(mktemp -d)"
+source "$(dirname "$0")/wrk.sh"
 trap 'rm -rf "$work"' EXIT
 
-body='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"wrk","version":"1"}}}}'
-cat >"$work/call.lua" <<LUA
-wrk.method = "POST"
-wrk.body = '$body'
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Accept"] = "application/json, text/event-stream"
-wrk.headers["Mcp-Protocol-Version"] = "2026-07-28"
-wrk.headers["Mcp-Method"] = "tools/call"
-wrk.headers["Mcp-Name"] = "add"
-LUA
-if [[ -n "${BEARER:-}" ]]; then
-    echo "wrk.headers[\"Authorization\"] = \"Bearer $BEARER\"" >>"$work/call.lua"
-fi
+wrk_call_script "$work/call.lua" "${BEARER:-}"
 # shellcheck disable=SC2206 # DEMO_ARGS is a list of words on purpose
 extra=(${DEMO_ARGS:-})
 

@@ -1,0 +1,47 @@
+# Shared by the HTTP bench scripts in this folder (sourced, not run): the wrk script of a
+# 2026-07-28 `tools/call add(2, 3)`, and one measured wrk run.
+
+# The JSON body of the call.
+WRK_BODY='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"wrk","version":"1"}}}}'
+
+# wrk_call_script FILE [BEARER]: writes the wrk Lua script posting the call, with
+# `Authorization: Bearer BEARER` when given.
+wrk_call_script() {
+    cat >"$1" <<LUA
+wrk.method = "POST"
+wrk.body = '$WRK_BODY'
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Accept"] = "application/json, text/event-stream"
+wrk.headers["Mcp-Protocol-Version"] = "2026-07-28"
+wrk.headers["Mcp-Method"] = "tools/call"
+wrk.headers["Mcp-Name"] = "add"
+LUA
+    if [[ -n "${2:-}" ]]; then
+        echo "wrk.headers[\"Authorization\"] = \"Bearer $2\"" >>"$1"
+    fi
+}
+
+# CPU time (user + system) a process has used, in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# wrk_run URL CONNECTIONS SCRIPT PID SECONDS: wrk on CPU 1; prints "requests/s p50
+# cpu-µs-per-call" (the server's own CPU time over the requests wrk completed: steadier
+# than throughput on a shared VM). A non-2xx answer or a socket error stops the script.
+wrk_run() {
+    local out before_ticks after_ticks
+    before_ticks="$(cpu_ticks "$4")"
+    out="$(taskset -c 1 wrk -t1 -c"$2" -d"$5s" --latency -s "$3" "$1")"
+    after_ticks="$(cpu_ticks "$4")"
+    if grep -q 'Non-2xx\|Socket errors' <<<"$out"; then
+        echo "errors during the run against $1:" >&2
+        echo "$out" >&2
+        exit 1
+    fi
+    local rps p50 requests cpu
+    rps="$(awk '/Requests\/sec/ {print $2}' <<<"$out")"
+    p50="$(awk '$1 == "50%" {print $2}' <<<"$out")"
+    requests="$(awk '/requests in/ {print $1}' <<<"$out")"
+    cpu="$(awk -v t="$((after_ticks - before_ticks))" -v hz="$(getconf CLK_TCK)" -v n="$requests" \
+        'BEGIN {printf "%.1f", t / hz * 1e6 / n}')"
+    echo "$rps $p50 $cpu"
+}
