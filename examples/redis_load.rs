@@ -99,6 +99,7 @@ fn new_task(i: usize) -> NewTask {
     NewTask {
         id: mcpkit::tasks::new_task_id(),
         owner: Owner::of(None),
+        caller: "anon:load".to_owned(),
         tool: "multiply".into(),
         version: None,
         arguments,

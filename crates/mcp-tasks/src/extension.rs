@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     Engine, TaskSnapshot, TasksConfig, Worker,
-    backend::{NewTask, Owner, TaskBackend, TaskView},
+    backend::{BackendError, NewTask, Owner, TaskBackend, TaskView, caller_key},
     ids,
 };
 
@@ -55,6 +55,36 @@ fn not_found(id: &str) -> ErrorData {
 
 /// A backend failure as the client sees it: masked, with an id that is logged with the
 /// details.
+/// The `clientInfo` name a request's client declared: in the request's `_meta` (2026-07-28)
+/// or at `initialize` (2025-11-25).
+fn client_name(scope: &mcp_core::RequestScope) -> Option<String> {
+    let declared = scope
+        .meta()
+        .get("io.modelcontextprotocol/clientInfo")
+        .and_then(|info| info.get("name"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    declared.or_else(|| {
+        scope
+            .peer()
+            .and_then(|peer| peer.peer_info())
+            .map(|info| info.client_info.name.clone())
+    })
+}
+
+/// A backend failure as the client sees it: a limit names itself (`-32000`, with the limit
+/// and its value as data); anything else is masked as an internal error.
+fn backend_error(error: BackendError) -> ErrorData {
+    match error {
+        BackendError::Limit(refusal) => ErrorData::new(
+            mcp_types::ErrorCode(crate::backend::LIMIT_CODE),
+            refusal.to_string(),
+            Some(serde_json::json!({"limit": refusal.limit.setting(), "max": refusal.max})),
+        ),
+        other => internal(other),
+    }
+}
+
 fn internal(error: impl std::fmt::Display) -> ErrorData {
     mcp_core::masked_internal_error(error)
 }
@@ -210,6 +240,7 @@ impl TasksExtension {
         let scope = call.context().scope();
         let principal = scope.principal().cloned();
         let owner = Owner::of(principal.as_ref());
+        let caller = caller_key(principal.as_ref(), client_name(scope).as_deref());
         let snapshot = TaskSnapshot {
             tool: Some(call.name.clone()),
             version: tool.version().map(ToString::to_string),
@@ -230,6 +261,7 @@ impl TasksExtension {
             .submit(NewTask {
                 id: id.clone(),
                 owner: owner.clone(),
+                caller,
                 tool: call.name.clone(),
                 version: snapshot.version,
                 arguments: call.arguments.clone(),
@@ -242,7 +274,7 @@ impl TasksExtension {
                 max_attempts: if idempotent { IDEMPOTENT_ATTEMPTS } else { 1 },
             })
             .await
-            .map_err(internal)?;
+            .map_err(backend_error)?;
         // The work may start only once this submission has been answered through the root's
         // middleware (D32): the order is guaranteed, not a race the worker usually loses.
         let backend = Arc::clone(&engine.backend);

@@ -46,6 +46,7 @@ async fn alices_task(server: &RedisBackend) -> (Owner, NewTask) {
     let task = NewTask {
         id: mcp_tasks::new_task_id(),
         owner: owner.clone(),
+        caller: owner.as_str().to_owned(),
         tool: "t".to_owned(),
         version: None,
         arguments: Default::default(),

@@ -61,6 +61,7 @@ async fn no_task_key_outlives_its_ttl() {
                 let task = NewTask {
                     id: mcp_tasks::new_task_id(),
                     owner: owner.clone(),
+                    caller: owner.as_str().to_owned(),
                     tool: "t".to_owned(),
                     version: None,
                     arguments: Default::default(),

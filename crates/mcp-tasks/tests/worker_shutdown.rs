@@ -39,6 +39,7 @@ async fn queued(backend: &MemoryBackend) -> String {
         .submit(NewTask {
             id: id.clone(),
             owner: owner.clone(),
+            caller: owner.as_str().to_owned(),
             tool: "gated".to_owned(),
             version: None,
             arguments: Default::default(),

@@ -416,6 +416,7 @@ fn new_task<B>(h: &Harness<B>, owner: &Owner, max_attempts: u32) -> NewTask {
     NewTask {
         id: mcp_tasks::new_task_id(),
         owner: owner.clone(),
+        caller: owner.as_str().to_owned(),
         tool: TOOL.to_owned(),
         version: Some("1.2.3".to_owned()),
         arguments: object(json!({"text": "hello", "n": 1})),

@@ -50,7 +50,7 @@ const IDLE_SWEEP: Duration = Duration::from_secs(1);
 /// let backend = MemoryBackend::new();
 /// let owner = Owner::of(None);
 /// let view = backend.submit(NewTask {
-///     id: mcp_tasks::new_task_id(), owner: owner.clone(), tool: "t".into(), version: None,
+///     id: mcp_tasks::new_task_id(), owner: owner.clone(), caller: "anon:".into(), tool: "t".into(), version: None,
 ///     arguments: Default::default(), context: Default::default(),
 ///     ttl: Some(std::time::Duration::from_secs(60)),
 ///     poll_interval: std::time::Duration::from_secs(1), max_attempts: 1,
@@ -693,6 +693,10 @@ impl TaskBackend for MemoryBackend {
 
     fn changes(&self) -> Option<broadcast::Receiver<String>> {
         Some(self.changes.subscribe())
+    }
+
+    fn lease(&self) -> Duration {
+        self.lease
     }
 
     fn sweeper_wakeup(&self) -> Option<Arc<Notify>> {

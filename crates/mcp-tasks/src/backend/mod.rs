@@ -9,9 +9,12 @@
 //! [`MemoryBackend`](memory::MemoryBackend) is the embedded, per-server implementation; the
 //! Redis backend implements the same contract with one atomic script per transition.
 
+mod limits;
 pub mod memory;
 #[cfg(feature = "redis")]
 pub mod redis;
+
+pub use limits::{LIMIT_CODE, Limit, LimitExceeded, TaskLimits};
 
 use std::time::Duration;
 
@@ -82,6 +85,9 @@ pub struct NewTask {
     pub id: String,
     /// Its owner.
     pub owner: Owner,
+    /// Who submitted it, for quotas and fair scheduling: `auth:<principal>` for a verified
+    /// caller, `anon:<clientInfo name>` for an anonymous one (see [`caller_key`]).
+    pub caller: String,
     /// The tool's name at the root, and its exact version (D10).
     pub tool: String,
     /// The tool's version, if versioned.
@@ -233,6 +239,36 @@ pub enum BackendError {
     /// The store holds something it should not.
     #[error("task store error: {0}")]
     Corrupt(String),
+    /// A [`TaskLimits`] limit refused the submission; nothing was stored.
+    #[error(transparent)]
+    Limit(#[from] LimitExceeded),
+}
+
+/// The caller key of a request, as [`NewTask::caller`] holds it: the verified principal's
+/// owner key, or for an anonymous request the `clientInfo` name it declared (`anon:` alone
+/// when it declared none).
+///
+/// ```
+/// use mcp_core::auth::Principal;
+/// use mcp_tasks::backend::caller_key;
+/// assert_eq!(caller_key(Some(&Principal::new("app")), Some("ignored")), "auth:app");
+/// // A declared name is cut to 64 characters.
+/// assert_eq!(caller_key(None, Some(&"x".repeat(100))).len(), "anon:".len() + 64);
+/// assert_eq!(caller_key(None, Some("inspector")), "anon:inspector");
+/// assert_eq!(caller_key(None, None), "anon:");
+/// ```
+pub fn caller_key(
+    principal: Option<&mcp_core::auth::Principal>,
+    client_name: Option<&str>,
+) -> String {
+    match principal {
+        Some(_) => Owner::of(principal).0,
+        None => {
+            let name = client_name.unwrap_or_default();
+            let cut = name.char_indices().nth(64).map_or(name.len(), |(at, _)| at);
+            format!("anon:{}", &name[..cut])
+        }
+    }
 }
 
 /// The storage contract of the tasks engine. See the [module docs](self).
@@ -325,6 +361,11 @@ pub trait TaskBackend: Send + Sync + 'static {
     fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
         None
     }
+
+    /// How long a claim stays valid without a heartbeat. A worker whose heartbeats keep
+    /// failing stops its runs before this runs out (it fences itself), and retries a failed
+    /// outcome write until then.
+    fn lease(&self) -> Duration;
 
     /// A notifier the sweeper also waits on, so a new, earlier deadline is not missed.
     fn sweeper_wakeup(&self) -> Option<std::sync::Arc<tokio::sync::Notify>> {

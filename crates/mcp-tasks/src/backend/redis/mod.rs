@@ -722,6 +722,10 @@ impl TaskBackend for RedisBackend {
         Ok((self.lease / 3).clamp(Duration::from_millis(1), Duration::from_secs(1)))
     }
 
+    fn lease(&self) -> Duration {
+        self.lease
+    }
+
     fn events(&self, worker: &WorkerId) -> Option<mpsc::UnboundedReceiver<WorkerEvent>> {
         Some(events::listen(&self.listeners, worker))
     }

@@ -28,6 +28,11 @@ pub struct RedisOptions {
     pub lease: Duration,
     /// Encrypts the stored request context (the caller's identity) when set.
     pub sealer: Option<crate::sealing::Sealer>,
+    /// Quotas and size limits of the queue's tasks.
+    pub limits: crate::backend::TaskLimits,
+    /// For `rediss://`: a PEM file of the certificate authorities to trust instead of the
+    /// system's (the URL's `ca_file` query parameter).
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for RedisOptions {
@@ -36,6 +41,8 @@ impl std::fmt::Debug for RedisOptions {
             .field("queue", &self.queue)
             .field("lease", &self.lease)
             .field("sealed", &self.sealer.is_some())
+            .field("limits", &self.limits)
+            .field("ca_file", &self.ca_file)
             .finish()
     }
 }
@@ -46,6 +53,8 @@ impl Default for RedisOptions {
             queue: "default".to_owned(),
             lease: DEFAULT_LEASE,
             sealer: None,
+            limits: crate::backend::TaskLimits::default(),
+            ca_file: None,
         }
     }
 }
@@ -83,6 +92,29 @@ impl RedisOptions {
     /// ```
     pub fn with_sealer(mut self, sealer: crate::sealing::Sealer) -> Self {
         self.sealer = Some(sealer);
+        self
+    }
+
+    /// Sets the queue's quotas and size limits.
+    ///
+    /// ```
+    /// use mcp_tasks::backend::{TaskLimits, redis::RedisOptions};
+    /// let options = RedisOptions::default().with_limits(TaskLimits::default().with_max_tasks(500));
+    /// assert_eq!(options.limits.max_tasks, 500);
+    /// ```
+    pub fn with_limits(mut self, limits: crate::backend::TaskLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Trusts the certificate authorities in the PEM file at `path` for `rediss://`.
+    ///
+    /// ```
+    /// let options = mcp_tasks::backend::redis::RedisOptions::default().with_ca_file("/etc/redis/ca.pem");
+    /// assert!(options.ca_file.is_some());
+    /// ```
+    pub fn with_ca_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.ca_file = Some(path.into());
         self
     }
 
