@@ -58,6 +58,7 @@ pub enum SealError {
 #[derive(Clone)]
 pub struct Sealer {
     cipher: ChaCha20Poly1305,
+    tag_key: [u8; 32],
 }
 
 impl std::fmt::Debug for Sealer {
@@ -75,6 +76,7 @@ impl Sealer {
     pub fn new(key: &[u8; 32]) -> Self {
         Self {
             cipher: ChaCha20Poly1305::new(Key::from_slice(key)),
+            tag_key: *key,
         }
     }
 
@@ -157,6 +159,46 @@ impl Sealer {
             .decrypt(Nonce::from_slice(nonce), payload)
             .map_err(|_| SealError::Undecryptable)
     }
+}
+
+impl Sealer {
+    /// A keyed tag of `text` (HMAC-SHA-256 under this sealer's current key, hex): how an
+    /// owner or caller is named at rest when a key is configured, so Redis never holds it
+    /// in plaintext.
+    ///
+    /// ```
+    /// let sealer = mcp_tasks::sealing::Sealer::new(&[0; 32]);
+    /// assert_eq!(sealer.tag("auth:app"), sealer.tag("auth:app"));
+    /// assert_ne!(sealer.tag("auth:app"), mcp_tasks::sealing::Sealer::new(&[1; 32]).tag("auth:app"));
+    /// ```
+    pub fn tag(&self, text: &str) -> String {
+        use hmac::{KeyInit as _, Mac as _};
+        let mut mac = <hmac::Hmac<sha2::Sha256>>::new_from_slice(&self.tag_key)
+            .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
+        mac.update(text.as_bytes());
+        hex(&mac.finalize().into_bytes())
+    }
+}
+
+/// An unkeyed tag of `text` (SHA-256, hex): how an owner or caller is named at rest when no
+/// key is configured.
+///
+/// ```
+/// assert_eq!(mcp_tasks::sealing::plain_tag("anon").len(), 64);
+/// ```
+pub fn plain_tag(text: &str) -> String {
+    use sha2::Digest as _;
+    hex(&sha2::Sha256::digest(text.as_bytes()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
+            let _ = write!(out, "{b:02x}");
+            out
+        })
 }
 
 /// Opens a stored context: sealed values need `sealer`; plain ones are returned as they are.
