@@ -33,11 +33,10 @@ use mcpkit::{
     tasks::{
         TasksConfig, Worker,
         backend::{
-            NewTask, Owner, TaskBackend,
+            NewTask, Owner, TaskBackend, TaskLimits,
             memory::MemoryBackend,
             redis::{RedisBackend, RedisOptions},
         },
-        connect,
     },
     types::TaskStatus,
 };
@@ -220,16 +219,18 @@ async fn drain_redis(cli: &Cli, workers: usize) -> Result<(f64, f64), Error> {
         cli.url.trim_end_matches('/'),
         std::process::id()
     );
-    let backend: Arc<dyn TaskBackend> =
-        Arc::new(RedisBackend::connect_with(&url, RedisOptions::default()).await?);
+    let backend: Arc<dyn TaskBackend> = Arc::new(
+        RedisBackend::connect_with(
+            &url,
+            RedisOptions::default().with_limits(TaskLimits::unlimited()),
+        )
+        .await?,
+    );
     let (ids, _) = submit_all(&backend, cli.tasks, cli.callers).await?;
     let mut redis = redis::Client::open(cli.url.as_str())?
         .get_multiplexed_async_connection()
         .await?;
-    let stream = format!(
-        "{}:q",
-        RedisOptions::default().from_url(&url)?.1.key_prefix()
-    );
+    let prefix = RedisOptions::default().from_url(&url)?.1.key_prefix();
     let (cpu_before, cpu_clock) = (redis_cpu(&mut redis).await?, Instant::now());
     let exe = std::env::current_exe()?;
     let mut children = Vec::new();
@@ -263,13 +264,16 @@ async fn drain_redis(cli: &Cli, workers: usize) -> Result<(f64, f64), Error> {
         started = Some(started.map_or(at, |s| s.max(at)));
     }
     let started = started.ok_or("no worker")?;
-    // Timed on the queue: a completed run's entry is deleted with its completion.
+    // Timed on the queue: a completed run leaves the queue (the ready set and the leases;
+    // engines before fair queueing: the stream) with its completion.
     loop {
-        let left: u64 = redis::cmd("XLEN")
-            .arg(&stream)
+        let (stream, ready, leased): (u64, u64, u64) = redis::pipe()
+            .xlen(format!("{prefix}:q"))
+            .zcard(format!("{prefix}:r"))
+            .zcard(format!("{prefix}:l"))
             .query_async(&mut redis)
             .await?;
-        if left == 0 {
+        if stream + ready + leased == 0 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
@@ -332,9 +336,9 @@ async fn main() -> Result<(), Error> {
                 cli.url.trim_end_matches('/'),
                 std::process::id()
             );
-            connect(&TasksConfig::default().with_url(url))
-                .await?
-                .backend
+            // Unlimited: the driver is one caller submitting far more than its quota.
+            let options = RedisOptions::default().with_limits(TaskLimits::unlimited());
+            Arc::new(RedisBackend::connect_with(&url, options).await?)
         } else {
             Arc::new(MemoryBackend::new())
         };

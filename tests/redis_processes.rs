@@ -63,28 +63,19 @@ async fn queue(name: &str, lease_ms: u64) -> Queue {
         .expect("connect to the test Redis");
     Queue {
         url,
-        key: format!("{{mcpt:{queue_name}}}:q"),
+        key: format!("{{mcpt:{queue_name}}}:l"),
         redis,
     }
 }
 
 impl Queue {
-    /// How many runs workers hold (pending deliveries of the queue's stream).
+    /// How many runs workers hold (the queue's leases).
     async fn held(&mut self) -> i64 {
-        let summary: Value = redis::cmd("XPENDING")
+        redis::cmd("ZCARD")
             .arg(&self.key)
-            .arg("workers")
-            .query_async::<redis::Value>(&mut self.redis)
+            .query_async::<i64>(&mut self.redis)
             .await
-            .map(|v| match v {
-                redis::Value::Array(items) => match items.first() {
-                    Some(redis::Value::Int(n)) => json!(n),
-                    _ => json!(0),
-                },
-                _ => json!(0),
-            })
-            .expect("XPENDING");
-        summary.as_i64().unwrap_or(0)
+            .expect("ZCARD")
     }
 
     /// Waits until workers hold at least `runs` runs.

@@ -1,6 +1,6 @@
 //! TTL hygiene of [`RedisBackend`]: after 5,000 tasks ended every way a task can end (and
 //! some left waiting for input, with their side keys), and their TTL passed, the queue's
-//! keyspace holds no task keys, and its stream no entries.
+//! keyspace holds no task keys, and its queue, leases and counts no members.
 //!
 //! Needs the `redis` feature: `cargo test -p mcp-tasks --features redis --test redis_ttl`.
 
@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
 use mcp_tasks::backend::{
-    InputRound, NewTask, Owner, TaskBackend, WorkerId,
+    InputRound, NewTask, Owner, TaskBackend, TaskLimits, WorkerId,
     redis::{RedisBackend, RedisOptions},
 };
 use serde_json::json;
@@ -43,7 +43,8 @@ async fn task_keys(redis: &mut redis::aio::MultiplexedConnection, prefix: &str) 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_task_key_outlives_its_ttl() {
     let server = RedisServer::shared();
-    let backend = RedisBackend::connect_with(&server.queue_url("ttl"), RedisOptions::default())
+    let options = RedisOptions::default().with_limits(TaskLimits::unlimited());
+    let backend = RedisBackend::connect_with(&server.queue_url("ttl"), options)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let prefix = backend.key_prefix().to_owned();
@@ -170,10 +171,18 @@ async fn no_task_key_outlives_its_ttl() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let entries: u64 = redis::cmd("XLEN")
-        .arg(format!("{prefix}:q"))
+    for key in ["r", "l", "s", "ct", "ua", "ka"] {
+        let left: u64 = redis::cmd("ZCARD")
+            .arg(format!("{prefix}:{key}"))
+            .query_async(&mut redis)
+            .await
+            .expect("ZCARD");
+        assert_eq!(left, 0, "{prefix}:{key} keeps members of expired tasks");
+    }
+    let counts: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{prefix}:u:*"))
         .query_async(&mut redis)
         .await
-        .expect("XLEN");
-    assert_eq!(entries, 0, "no stream entry is left behind");
+        .expect("KEYS");
+    assert!(counts.is_empty(), "per-caller counts outlived their tasks: {counts:?}");
 }

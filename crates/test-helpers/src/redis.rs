@@ -186,3 +186,84 @@ impl Drop for RedisServer {
         }
     }
 }
+
+impl RedisServer {
+    /// A `redis-server` of one's own started with extra `args` (a persistence mode, a
+    /// `maxmemory-policy`...), always started here: `MCP_TEST_REDIS_URL` is not used, since
+    /// that server's settings are not ours to choose. A `--port <n>` among `args` picks the
+    /// port (to start a server again where a stopped one listened, on the same `--dir`);
+    /// otherwise a free one is taken. Stopped (SIGTERM) when dropped. Panics (with
+    /// [`HOW_TO_GET_REDIS`]) when it cannot start.
+    ///
+    /// ```no_run
+    /// let redis = test_helpers::redis::RedisServer::start_with(&["--maxmemory-policy", "allkeys-lru"]);
+    /// assert!(redis.url().starts_with("redis://127.0.0.1:"));
+    /// ```
+    pub fn start_with(args: &[&str]) -> RedisServer {
+        let chosen = args
+            .iter()
+            .position(|arg| *arg == "--port")
+            .and_then(|i| args.get(i + 1))
+            .and_then(|port| port.parse::<u16>().ok());
+        let mut last_error = String::new();
+        for _ in 0..3 {
+            let port = match chosen {
+                Some(port) => port,
+                None => match TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()) {
+                    Ok(addr) => addr.port(),
+                    Err(error) => {
+                        last_error = format!("no free loopback port: {error}");
+                        continue;
+                    }
+                },
+            };
+            match Self::spawn_with(port, args) {
+                Ok(server) => return server,
+                Err(error) => last_error = error,
+            }
+        }
+        panic!("could not start redis-server {args:?}: {last_error}\n{HOW_TO_GET_REDIS}");
+    }
+
+    fn spawn_with(port: u16, args: &[&str]) -> Result<RedisServer, String> {
+        let quoted: Vec<String> = args
+            .iter()
+            .map(|arg| format!("'{}'", arg.replace('\'', r"'\''")))
+            .collect();
+        // Later settings win: `args` override the defaults before them.
+        let script = format!(
+            "redis-server --port {port} --bind 127.0.0.1 --save '' --appendonly no \
+             --daemonize no --loglevel warning {} & pid=$!; read _; kill $pid; wait $pid",
+            quoted.join(" ")
+        );
+        let child = Command::new("sh")
+            .arg("-c")
+            .arg(&script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot run sh: {e}"))?;
+        let mut server = RedisServer {
+            url: format!("redis://127.0.0.1:{port}/0"),
+            child: Some(child),
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if ping(port) {
+                return Ok(server);
+            }
+            if let Some(child) = server.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                return Err(format!("redis-server exited at once ({status})"));
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "redis-server on port {port} did not answer PING in 10 s"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}

@@ -5,20 +5,33 @@
 //!
 //! | key | type | holds |
 //! |---|---|---|
-//! | `P:q` | stream, consumer group `workers` | one entry per runnable run; its pending entry is the lease |
-//! | `P:t:<id>` | hash | the task: owner, tool, arguments, context, status, result or error, fence, attempts, round |
+//! | `P:t:<id>` | hash | the task: owner, caller tag, tool, arguments, context, status, result or error, fence, attempts, round |
+//! | `P:r` | sorted set | runnable runs: task id by virtual start tag |
+//! | `P:vc` | string | the virtual clock: the start tag of the last run claimed |
+//! | `P:ct` | sorted set | caller tag by the last start tag it got (only tags past the clock) |
+//! | `P:l` | sorted set | held runs: task id by its lease's deadline |
+//! | `P:s` | sorted set | submitted tasks not yet released: task id by the release deadline |
+//! | `P:w` | stream, capped | one entry per queued run, to wake blocked claims |
+//! | `P:u:<caller tag>`, `P:ua`, `P:ka` | sorted sets | a caller's unfinished tasks, all unfinished tasks, all kept tasks, by expiry |
+//! | `P:cl:<claim id>` | list | the runs one claim handed out (for a lease) |
 //! | `P:t:<id>:ir` / `:ik` | hashes | outstanding input requests, and the tool key of each client key |
 //! | `P:t:<id>:ia` | hash | answers collected for the next round, by the tool's keys |
 //! | `P:ev` | pub/sub channel | `<worker>\t<task>`: cancel the run of that task |
 //!
-//! Every transition is one Lua script (`lua/*.lua`), so owner checks, fences and status
-//! changes are atomic with the read or write they guard. Every task key expires at the
-//! task's deadline (`PEXPIREAT created + ttl`): nothing outlives its task. A claim reads a
-//! stream entry inside the claim script (never outside one, so no delivery is read without
-//! being recorded), and the entry stays pending while the run lasts: heartbeats reset its
-//! idle time (`XCLAIM … IDLE 0`), and [`expire`](TaskBackend::expire) takes entries idle for
-//! a whole lease (`XAUTOCLAIM`) and either starts the work again (attempts left, a new
-//! fence) or fails the task for a lost worker. All times come from the Redis server's clock.
+//! Every transition is one Lua script (`lua/*.lua`), so owner checks, quotas, fences and
+//! status changes are atomic with the read or write they guard. Every task key expires at
+//! the task's deadline (`PEXPIREAT created + ttl`): nothing outlives its task, and the
+//! queue's sorted sets drop a task's members when it ends, when a claim or the sweeper meets
+//! them after it expired, or (the counts) when trimmed by expiry at their limit.
+//!
+//! Workers take runs fairly across callers (start-time fair queueing): a run's start tag is
+//! one past the later of the virtual clock and its caller's last tag, and a claim takes the
+//! lowest tags and moves the clock to them. A caller with a thousand queued runs and one
+//! with one take turns. A claim holds its runs by a lease in `P:l`; heartbeats push its
+//! deadline, and [`expire`](TaskBackend::expire) takes lapsed leases and either starts the
+//! work again (attempts left, a new fence) or fails the task for a lost worker. It also
+//! releases a submitted task whose release never came within a lease (its server died).
+//! All times come from the Redis server's clock.
 
 mod events;
 mod options;
@@ -41,8 +54,9 @@ use tokio_util::sync::CancellationToken;
 pub use options::{DEFAULT_LEASE, RedisOptions};
 
 use super::{
-    BackendError, CancelAck, Claimed, InputRound, Lease, LeaseState, NewTask, Owner, TaskBackend,
-    TaskView, UpdateAck, WorkerEvent, WorkerId, WriteAck, memory::whole_ms,
+    BackendError, CancelAck, Claimed, InputRound, LIMIT_CODE, Lease, LeaseState, Limit,
+    LimitExceeded, NewTask, Owner, TaskBackend, TaskLimits, TaskView, UpdateAck, WorkerEvent,
+    WorkerId, WriteAck, memory::whole_ms,
 };
 use crate::{ids, sealing};
 use reply::{corrupt, int, items, pairs, text, uint};
@@ -57,8 +71,12 @@ pub const LOST_WORKER_MESSAGE: &str = "the worker running this task was lost";
 /// How long to wait for a script's answer before calling Redis unavailable.
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How many pending entries one `XAUTOCLAIM` takes at most.
+/// How many overdue leases (and releases) one sweep step takes at most.
 const RECOVER_BATCH: usize = 256;
+
+/// The one `maxmemory-policy` that never evicts the engine's keys (they all carry TTLs, so
+/// even the `volatile-*` policies can evict them).
+const SAFE_MEMORY_POLICY: &str = "noeviction";
 
 /// Why a Redis backend could not be set up.
 ///
@@ -87,6 +105,17 @@ pub enum RedisBackendError {
         /// The client's error.
         source: redis::RedisError,
     },
+    /// Redis may evict keys under memory pressure, which would lose tasks.
+    #[error(
+        "Redis at {url} has maxmemory-policy {policy}, which can evict task keys: \
+         set `maxmemory-policy noeviction` (redis.conf or CONFIG SET) to use it for tasks"
+    )]
+    EvictionPolicy {
+        /// The URL, without its password.
+        url: String,
+        /// The policy Redis reported.
+        policy: String,
+    },
 }
 
 /// The distributed task store: any number of server and worker processes on one Redis queue.
@@ -110,9 +139,9 @@ pub struct RedisBackend {
     prefix: String,
     queue_key: String,
     lease: Duration,
+    limits: TaskLimits,
     sealer: Option<sealing::Sealer>,
     listeners: events::Listeners,
-    cursor: tokio::sync::Mutex<String>,
     stop: CancellationToken,
     url: String,
 }
@@ -151,6 +180,22 @@ fn parse_object(raw: &str, what: &str) -> Result<JsonObject, BackendError> {
 
 fn to_json(value: &impl serde::Serialize) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned())
+}
+
+/// The error a task fails with for a `refusal` (the extension's `-32000` shape).
+fn limit_error(refusal: LimitExceeded) -> serde_json::Value {
+    json!({
+        "code": LIMIT_CODE,
+        "message": refusal.to_string(),
+        "data": {"limit": refusal.limit.setting(), "max": refusal.max},
+    })
+}
+
+/// `INFO memory`'s `maxmemory_policy` field.
+fn memory_policy(info: &str) -> Option<&str> {
+    info.lines()
+        .find_map(|line| line.trim().strip_prefix("maxmemory_policy:"))
+        .map(str::trim)
 }
 
 /// The lost-worker JSON-RPC error.
@@ -207,10 +252,8 @@ impl RedisBackend {
             .await
             .map_err(connect_error)?;
         let prefix = options.key_prefix();
-        let queue_key = format!("{prefix}:q");
-        Self::ensure_group(&mut conn, &queue_key)
-            .await
-            .map_err(connect_error)?;
+        let queue_key = format!("{prefix}:r");
+        Self::check_memory_policy(&mut conn, &shown).await?;
         let listeners = events::Listeners::default();
         let stop = CancellationToken::new();
         events::subscribe(
@@ -229,9 +272,9 @@ impl RedisBackend {
             prefix,
             queue_key,
             lease: options.lease,
+            limits: options.limits,
             sealer: options.sealer,
             listeners,
-            cursor: tokio::sync::Mutex::new("0-0".to_owned()),
             stop,
             url: shown,
         })
@@ -259,47 +302,115 @@ impl RedisBackend {
         self.lease
     }
 
-    async fn ensure_group(conn: &mut ConnectionManager, queue: &str) -> redis::RedisResult<()> {
-        let created: redis::RedisResult<Value> = redis::cmd("XGROUP")
-            .arg("CREATE")
-            .arg(queue)
-            .arg("workers")
-            .arg("0")
-            .arg("MKSTREAM")
+    /// One claim of up to `max` runs for `worker` under `claim_id`, without waiting: called
+    /// again with the same `claim_id` within a lease (a retry after a lost reply), it hands
+    /// out the same runs again, not new ones. [`claim`](TaskBackend::claim) does this with a
+    /// fresh id per claim and retries a failed attempt under its id.
+    ///
+    /// ```no_run
+    /// # async fn demo(backend: mcp_tasks::backend::redis::RedisBackend) -> Result<(), mcp_tasks::backend::BackendError> {
+    /// let worker = mcp_tasks::backend::WorkerId::new();
+    /// let first = backend.claim_with_id(&worker, 8, "claim-1").await?;
+    /// let again = backend.claim_with_id(&worker, 8, "claim-1").await?;
+    /// assert_eq!(first.len(), again.len());
+    /// # Ok(()) }
+    /// ```
+    pub async fn claim_with_id(
+        &self,
+        worker: &WorkerId,
+        max: usize,
+        claim_id: &str,
+    ) -> Result<Vec<Claimed>, BackendError> {
+        Ok(self.claim_once(worker, max.max(1), claim_id).await?.0)
+    }
+
+    /// Refuses a Redis that may evict keys (`INFO memory` answers even where `CONFIG` is
+    /// disabled, as on some managed services).
+    async fn check_memory_policy(
+        conn: &mut ConnectionManager,
+        url: &str,
+    ) -> Result<(), RedisBackendError> {
+        let info: String = redis::cmd("INFO")
+            .arg("memory")
             .query_async(conn)
-            .await;
-        match created {
-            Err(error) if error.code() == Some("BUSYGROUP") => Ok(()),
-            other => other.map(drop),
+            .await
+            .map_err(|source| RedisBackendError::Connect {
+                url: url.to_owned(),
+                source,
+            })?;
+        match memory_policy(&info) {
+            Some(policy) if policy != SAFE_MEMORY_POLICY => {
+                Err(RedisBackendError::EvictionPolicy {
+                    url: url.to_owned(),
+                    policy: policy.to_owned(),
+                })
+            }
+            Some(_) => Ok(()),
+            None => {
+                tracing::warn!(%url, "Redis does not report its maxmemory-policy; it must be noeviction");
+                Ok(())
+            }
         }
     }
 
-    /// Runs a script; recreates the consumer group once if the stream vanished (a flushed
-    /// database).
+    /// Runs a script. Its Lua is loaded again when Redis lost it (a restart, `SCRIPT FLUSH`).
     async fn run(&self, script: &redis::Script, args: &[&str]) -> Result<Value, BackendError> {
-        for attempt in 0..2 {
-            let mut invocation = script.prepare_invoke();
-            // Every script names the queue's stream as its key: under Redis Cluster that
-            // routes it to the node of the queue's slot, where all its keys live.
-            invocation.key(&self.queue_key).arg(&self.prefix);
-            for arg in args {
-                invocation.arg(*arg);
-            }
-            let mut conn = self.conn.clone();
-            match invocation.invoke_async::<Value>(&mut conn).await {
-                Ok(value) => return Ok(value),
-                Err(error) if attempt == 0 && error.to_string().contains("NOGROUP") => {
-                    Self::ensure_group(&mut conn, &self.queue_key)
-                        .await
-                        .map_err(unavailable)?;
+        let mut invocation = script.prepare_invoke();
+        // Every script names the queue's ready set as its key: under Redis Cluster that
+        // routes it to the node of the queue's slot, where all its keys live.
+        invocation.key(&self.queue_key).arg(&self.prefix);
+        for arg in args {
+            invocation.arg(*arg);
+        }
+        let mut conn = self.conn.clone();
+        invocation
+            .invoke_async::<Value>(&mut conn)
+            .await
+            .map_err(unavailable)
+    }
+
+    /// How a caller is named at rest: a keyed tag under the sealer's key, else an unkeyed
+    /// one (never the caller itself).
+    fn caller_tag(&self, caller: &str) -> String {
+        match &self.sealer {
+            Some(sealer) => sealer.tag(caller),
+            None => sealing::plain_tag(caller),
+        }
+    }
+
+    fn lease_ms(&self) -> String {
+        whole_ms(self.lease).max(1).to_string()
+    }
+
+    /// The error a task fails with when its result (or error) is over the size limit.
+    fn too_large(&self) -> serde_json::Value {
+        limit_error(LimitExceeded {
+            limit: Limit::ResultBytes,
+            max: u64::try_from(self.limits.max_result_bytes).unwrap_or(u64::MAX),
+        })
+    }
+
+    /// One claim attempt under `claim_id`; retried with the same id, it hands out the same
+    /// runs. Unavailable Redis is retried (with backoff, for half a lease), so a lost reply
+    /// does not leave runs held by nobody until their lease lapses.
+    async fn claim_retried(
+        &self,
+        worker: &WorkerId,
+        max: usize,
+        claim_id: &str,
+    ) -> Result<(Vec<Claimed>, String), BackendError> {
+        let give_up = Instant::now() + self.lease / 2;
+        let mut backoff = Duration::from_millis(25);
+        loop {
+            match self.claim_once(worker, max, claim_id).await {
+                Err(BackendError::Unavailable(error)) if Instant::now() + backoff < give_up => {
+                    tracing::debug!(url = %self.url, %error, "retrying a claim");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
                 }
-                Err(error) => return Err(unavailable(error)),
+                other => return other,
             }
         }
-        Err(BackendError::Unavailable(format!(
-            "the task queue at {} has no consumer group",
-            self.url
-        )))
     }
 
     /// The stored context as the worker gets it: sealed contexts are opened.
@@ -311,14 +422,18 @@ impl RedisBackend {
         }
     }
 
-    /// One claim attempt: the runs claimed, or the newest entry id to wait after.
+    /// One claim attempt: the runs claimed, or the newest wake-up id to wait after.
     async fn claim_once(
         &self,
         worker: &WorkerId,
         max: usize,
+        claim_id: &str,
     ) -> Result<(Vec<Claimed>, String), BackendError> {
         let reply = self
-            .run(&self.scripts.claim, &[worker.as_str(), &max.to_string()])
+            .run(
+                &self.scripts.claim,
+                &[worker.as_str(), &max.to_string(), &self.lease_ms(), claim_id],
+            )
             .await?;
         let mut parts = items(reply, "claim")?.into_iter();
         let (Some(runs), Some(last)) = (parts.next(), parts.next()) else {
@@ -389,7 +504,7 @@ impl RedisBackend {
         }))
     }
 
-    /// Waits (on a connection of its own) until an entry newer than `last` is added, or
+    /// Waits (on a connection of its own) until a run is queued after wake-up `last`, or
     /// `wait` passes.
     async fn wait_after(&self, last: &str, wait: Duration) -> Result<(), BackendError> {
         let pooled = lock(&self.blocking).pop();
@@ -410,7 +525,7 @@ impl RedisBackend {
             .arg("BLOCK")
             .arg(block_ms)
             .arg("STREAMS")
-            .arg(&self.queue_key)
+            .arg(format!("{}:w", self.prefix))
             .arg(last)
             .query_async(&mut conn)
             .await
@@ -450,8 +565,19 @@ impl TaskBackend for RedisBackend {
     async fn submit(&self, task: NewTask) -> Result<TaskView, BackendError> {
         let ttl = task.ttl.map(ttl_ms);
         let poll = whole_ms(task.poll_interval);
-        let context = self.seal_context(&task.id, &task.context);
         let arguments = to_json(&task.arguments);
+        if arguments.len() > self.limits.max_argument_bytes {
+            return Err(BackendError::Limit(LimitExceeded {
+                limit: Limit::ArgumentBytes,
+                max: u64::try_from(self.limits.max_argument_bytes).unwrap_or(u64::MAX),
+            }));
+        }
+        let context = self.seal_context(&task.id, &task.context);
+        let caller = self.caller_tag(&task.caller);
+        let lease_ms = self.lease_ms();
+        let max_per_caller = self.limits.max_tasks_per_caller.to_string();
+        let max_tasks = self.limits.max_tasks.to_string();
+        let max_kept = self.limits.max_kept.to_string();
         let ttl_arg = ttl.map(|ms| ms.to_string()).unwrap_or_default();
         let version = task.version.clone().unwrap_or_default();
         let reply = self
@@ -467,12 +593,24 @@ impl TaskBackend for RedisBackend {
                     &ttl_arg,
                     &poll.to_string(),
                     &task.max_attempts.max(1).to_string(),
+                    &caller,
+                    &lease_ms,
+                    &max_per_caller,
+                    &max_tasks,
+                    &max_kept,
                 ],
             )
             .await?;
         let created = int(&reply).ok_or_else(|| corrupt("submit", &reply))?;
-        let created = u64::try_from(created)
-            .map_err(|_| BackendError::Corrupt(format!("task id {} is already taken", task.id)))?;
+        let refused = |limit, max| Err(BackendError::Limit(LimitExceeded { limit, max }));
+        let created = match created {
+            -2 => return refused(Limit::TasksPerCaller, self.limits.max_tasks_per_caller),
+            -3 => return refused(Limit::Tasks, self.limits.max_tasks),
+            -4 => return refused(Limit::Kept, self.limits.max_kept),
+            created => u64::try_from(created).map_err(|_| {
+                BackendError::Corrupt(format!("task id {} is already taken", task.id))
+            })?,
+        };
         Ok(TaskView {
             id: task.id,
             status: TaskStatus::Working,
@@ -565,7 +703,8 @@ impl TaskBackend for RedisBackend {
         let max = max.max(1);
         let deadline = Instant::now() + wait;
         loop {
-            let (claimed, last) = self.claim_once(worker, max).await?;
+            let claim_id = ids::random_token(12);
+            let (claimed, last) = self.claim_retried(worker, max, &claim_id).await?;
             if !claimed.is_empty() {
                 return Ok(claimed);
             }
@@ -586,7 +725,9 @@ impl TaskBackend for RedisBackend {
             return Ok(Vec::new());
         }
         let fences: Vec<String> = leases.iter().map(|lease| lease.fence.to_string()).collect();
-        let mut args: Vec<&str> = Vec::with_capacity(leases.len() * 3);
+        let lease_ms = self.lease_ms();
+        let mut args: Vec<&str> = Vec::with_capacity(leases.len() * 3 + 1);
+        args.push(&lease_ms);
         for (lease, fence) in leases.iter().zip(&fences) {
             args.push(&lease.task);
             args.push(&lease.worker.0);
@@ -621,6 +762,9 @@ impl TaskBackend for RedisBackend {
         result: serde_json::Value,
     ) -> Result<WriteAck, BackendError> {
         let result = to_json(&result);
+        if result.len() > self.limits.max_result_bytes {
+            return self.fail(lease, self.too_large()).await;
+        }
         self.write(lease, &["complete", &result]).await
     }
 
@@ -629,6 +773,10 @@ impl TaskBackend for RedisBackend {
         lease: &Lease,
         error: serde_json::Value,
     ) -> Result<WriteAck, BackendError> {
+        let mut error = error;
+        if to_json(&error).len() > self.limits.max_result_bytes {
+            error = self.too_large();
+        }
         let message = error
             .get("message")
             .and_then(serde_json::Value::as_str)
@@ -690,32 +838,22 @@ impl TaskBackend for RedisBackend {
     }
 
     async fn expire(&self) -> Result<Duration, BackendError> {
-        let lease_ms = u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX);
         let error = to_json(&lost_worker_error());
-        let mut cursor = self.cursor.lock().await;
-        // One pass over the whole pending list, in bounded steps.
+        let batch = RECOVER_BATCH.to_string();
+        // Every overdue lease and release, in bounded steps (each step takes what it saw
+        // off the overdue lists).
         for _ in 0..1024 {
             let reply = self
                 .run(
                     &self.scripts.recover,
-                    &[
-                        &lease_ms.to_string(),
-                        &cursor,
-                        &RECOVER_BATCH.to_string(),
-                        &error,
-                        LOST_WORKER_MESSAGE,
-                    ],
+                    &[&batch, &error, LOST_WORKER_MESSAGE],
                 )
                 .await?;
-            let mut parts = items(reply, "recover")?.into_iter();
-            let next = parts
-                .next()
-                .as_ref()
-                .and_then(text)
-                .unwrap_or_else(|| "0-0".to_owned());
-            let wrapped = next == "0-0";
-            *cursor = next;
-            if wrapped {
+            let seen = items(reply, "recover")?
+                .first()
+                .and_then(uint)
+                .unwrap_or(0);
+            if seen < u64::try_from(RECOVER_BATCH).unwrap_or(u64::MAX) {
                 break;
             }
         }
@@ -728,5 +866,17 @@ impl TaskBackend for RedisBackend {
 
     fn events(&self, worker: &WorkerId) -> Option<mpsc::UnboundedReceiver<WorkerEvent>> {
         Some(events::listen(&self.listeners, worker))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::memory_policy;
+
+    #[test]
+    fn the_memory_policy_is_read_from_info_memory() {
+        let info = "# Memory\r\nused_memory:1\r\nmaxmemory_policy:allkeys-lru\r\n";
+        assert_eq!(memory_policy(info), Some("allkeys-lru"));
+        assert_eq!(memory_policy("# Memory\r\n"), None);
     }
 }
