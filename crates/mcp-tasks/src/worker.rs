@@ -356,6 +356,7 @@ impl Worker {
                 Err(error) => {
                     outage.failed(&error);
                     tokio::select! {
+                        biased;
                         () = shutdown.cancelled() => break,
                         () = tokio::time::sleep(backoff.next_delay()) => continue,
                     }
@@ -495,6 +496,7 @@ pub(crate) async fn sweep(backend: Arc<dyn TaskBackend>, shutdown: CancellationT
     let mut outage = Outage::new("expiring tasks");
     loop {
         let expired = tokio::select! {
+            biased;
             () = shutdown.cancelled() => return,
             expired = tokio::time::timeout(CALL_TIMEOUT, backend.expire()) => expired,
         };
@@ -520,6 +522,7 @@ pub(crate) async fn sweep(backend: Arc<dyn TaskBackend>, shutdown: CancellationT
             }
         };
         tokio::select! {
+            biased;
             () = shutdown.cancelled() => return,
             () = tokio::time::sleep(next) => {}
             () = woken => {}
@@ -544,6 +547,7 @@ async fn watch(
     let mut outage = Outage::new("renewing task leases");
     loop {
         tokio::select! {
+            biased;
             () = shutdown.cancelled() => return,
             event = async {
                 match events.as_mut() {
@@ -566,7 +570,12 @@ async fn watch(
                 let leases: Vec<Lease> = runs.iter().map(|run| run.lease.clone()).collect();
                 let sent = Instant::now();
                 // A heartbeat that hangs must not hold up the next one (nor shutdown).
-                match tokio::time::timeout(every, backend.heartbeat(&leases)).await {
+                let answered = tokio::select! {
+                    biased;
+                    () = shutdown.cancelled() => return,
+                    answered = tokio::time::timeout(every, backend.heartbeat(&leases)) => answered,
+                };
+                match answered {
                     Ok(Ok(states)) => {
                         outage.succeeded();
                         for (run, state) in runs.iter().zip(states) {
