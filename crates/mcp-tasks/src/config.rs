@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::backend::TaskLimits;
+
 /// The engine's settings. Constructor arguments win over the environment, which wins over
 /// the defaults:
 ///
@@ -13,10 +15,22 @@ use std::time::Duration;
 /// | default poll interval | `MCP_TASKS_POLL_INTERVAL_MS` | 5 000 ms (C38) |
 /// | run an embedded worker | `MCP_TASKS_EMBEDDED_WORKER` (`0`/`false` turns it off) | on |
 /// | key sealing stored credentials | `MCP_TASKS_CREDENTIALS_KEY` (32 bytes, base64) | none |
+/// | unfinished tasks per caller | `MCP_TASKS_MAX_TASKS_PER_CALLER` | 100 |
+/// | unfinished tasks in all | `MCP_TASKS_MAX_TASKS` | 10 000 |
+/// | tasks kept in all, finished or not | `MCP_TASKS_MAX_KEPT` | 100 000 |
+/// | largest task arguments (compact JSON) | `MCP_TASKS_MAX_ARGUMENT_BYTES` | 1 048 576 |
+/// | largest task result or error (compact JSON) | `MCP_TASKS_MAX_RESULT_BYTES` | 1 048 576 |
+///
+/// A caller is the verified principal, or for an anonymous request the `clientInfo` name it
+/// declared. A submission over a task count limit gets a `-32000` error naming the setting
+/// and creates no task; arguments over their limit are invalid params (`-32602`); a result
+/// over its limit fails the task with a `-32000` error naming the setting. See
+/// [`TaskLimits`].
 ///
 /// The URL is `memory://` (this process only) or, with the `redis` feature,
 /// `redis://[:password@]host[:port][/db][?queue=<name>&lease_ms=<ms>]` (shared by every
-/// server and worker process on the same queue).
+/// server and worker process on the same queue), `rediss://` for TLS, and
+/// `redis+cluster://` / `rediss+cluster://` for Redis Cluster.
 ///
 /// ```
 /// let config = mcp_tasks::TasksConfig::default().with_concurrency(4);
@@ -41,6 +55,8 @@ pub struct TasksConfig {
     pub ttl: Duration,
     /// The poll interval of tools that do not set one.
     pub poll_interval: Duration,
+    /// How many tasks callers may keep, and how large their arguments and results may be.
+    pub limits: TaskLimits,
 }
 
 impl std::fmt::Debug for TasksConfig {
@@ -52,6 +68,7 @@ impl std::fmt::Debug for TasksConfig {
             .field("concurrency", &self.concurrency)
             .field("ttl", &self.ttl)
             .field("poll_interval", &self.poll_interval)
+            .field("limits", &self.limits)
             .finish()
     }
 }
@@ -65,6 +82,7 @@ impl Default for TasksConfig {
             concurrency: 10,
             ttl: Duration::from_millis(900_000),
             poll_interval: Duration::from_millis(5_000),
+            limits: TaskLimits::default(),
         }
     }
 }
@@ -78,6 +96,27 @@ fn env_number(name: &str) -> Option<u64> {
             None
         }
     }
+}
+
+/// `limits` overridden by the `MCP_TASKS_MAX_*` variables that are set.
+fn limits_from_env(mut limits: TaskLimits) -> TaskLimits {
+    let bytes = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+    if let Some(max) = env_number("MCP_TASKS_MAX_TASKS_PER_CALLER") {
+        limits = limits.with_max_tasks_per_caller(max);
+    }
+    if let Some(max) = env_number("MCP_TASKS_MAX_TASKS") {
+        limits = limits.with_max_tasks(max);
+    }
+    if let Some(max) = env_number("MCP_TASKS_MAX_KEPT") {
+        limits = limits.with_max_kept(max);
+    }
+    if let Some(max) = env_number("MCP_TASKS_MAX_ARGUMENT_BYTES") {
+        limits = limits.with_max_argument_bytes(bytes(max));
+    }
+    if let Some(max) = env_number("MCP_TASKS_MAX_RESULT_BYTES") {
+        limits = limits.with_max_result_bytes(bytes(max));
+    }
+    limits
 }
 
 impl TasksConfig {
@@ -111,7 +150,21 @@ impl TasksConfig {
         if let Some(poll) = env_number("MCP_TASKS_POLL_INTERVAL_MS") {
             config.poll_interval = Duration::from_millis(poll.max(1));
         }
+        config.limits = limits_from_env(config.limits);
         config
+    }
+
+    /// Sets the task limits.
+    ///
+    /// ```
+    /// use mcp_tasks::{TasksConfig, backend::TaskLimits};
+    /// let config = TasksConfig::default()
+    ///     .with_limits(TaskLimits::default().with_max_tasks_per_caller(3));
+    /// assert_eq!(config.limits.max_tasks_per_caller, 3);
+    /// ```
+    pub fn with_limits(mut self, limits: TaskLimits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// Sets the backend URL.

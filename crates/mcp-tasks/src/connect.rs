@@ -86,8 +86,9 @@ pub enum ConnectError {
 }
 
 /// Connects the backend `config.url` names: `memory://` (a fresh embedded store) or
-/// `redis://…` (with the `redis` feature; sealing stored credentials when
-/// `config.credentials_key` is set).
+/// `redis://…`, `rediss://…` (TLS), `redis+cluster://…`, `rediss+cluster://…` (with the
+/// `redis` feature; sealing stored credentials when `config.credentials_key` is set). Either
+/// enforces `config.limits`.
 ///
 /// ```
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -101,11 +102,12 @@ pub async fn connect(config: &TasksConfig) -> Result<Connected, ConnectError> {
     let url = config.url.trim();
     if url.starts_with("memory://") {
         return Ok(Connected {
-            backend: Arc::new(MemoryBackend::with_lease(MEMORY_LEASE)),
+            backend: Arc::new(MemoryBackend::with_lease(MEMORY_LEASE).with_limits(config.limits)),
             lease: MEMORY_LEASE,
         });
     }
-    if url.starts_with("redis://") || url.starts_with("rediss://") {
+    // redis://, rediss:// and their +cluster forms.
+    if url.starts_with("redis") {
         return connect_redis(config, url).await;
     }
     Err(ConnectError::Unsupported {
@@ -116,7 +118,7 @@ pub async fn connect(config: &TasksConfig) -> Result<Connected, ConnectError> {
 #[cfg(feature = "redis")]
 async fn connect_redis(config: &TasksConfig, url: &str) -> Result<Connected, ConnectError> {
     use crate::backend::redis::{RedisBackend, RedisOptions};
-    let mut options = RedisOptions::default();
+    let mut options = RedisOptions::default().with_limits(config.limits);
     if let Some(key) = &config.credentials_key {
         options = options.with_sealer(crate::sealing::Sealer::from_base64(key.expose())?);
     }

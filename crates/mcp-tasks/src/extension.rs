@@ -73,9 +73,16 @@ fn client_name(scope: &mcp_core::RequestScope) -> Option<String> {
 }
 
 /// A backend failure as the client sees it: a limit names itself (`-32000`, with the limit
-/// and its value as data); anything else is masked as an internal error.
+/// and its value as data; arguments too large are invalid params, `-32602`); anything else
+/// is masked as an internal error.
 fn backend_error(error: BackendError) -> ErrorData {
     match error {
+        BackendError::Limit(refusal) if refusal.limit == crate::backend::Limit::ArgumentBytes => {
+            ErrorData::invalid_params(
+                refusal.to_string(),
+                Some(serde_json::json!({"limit": refusal.limit.setting(), "max": refusal.max})),
+            )
+        }
         BackendError::Limit(refusal) => ErrorData::new(
             mcp_types::ErrorCode(crate::backend::LIMIT_CODE),
             refusal.to_string(),
@@ -280,14 +287,29 @@ impl TasksExtension {
         let backend = Arc::clone(&engine.backend);
         scope.after_response(move |delivered| {
             tokio::spawn(async move {
-                let outcome = if delivered {
-                    backend.release(&owner, &id).await
-                } else {
-                    // The client never learned the id: do not leave the task behind.
-                    backend.cancel(&owner, &id).await.map(drop)
-                };
-                if let Err(error) = outcome {
-                    tracing::warn!(task = %id, %error, "could not release a submitted task");
+                // Retried while the store is unavailable, for up to a lease.
+                let until = tokio::time::Instant::now() + backend.lease();
+                let mut backoff = crate::worker::Backoff::new();
+                loop {
+                    let outcome = if delivered {
+                        backend.release(&owner, &id).await
+                    } else {
+                        // The client never learned the id: do not leave the task behind.
+                        backend.cancel(&owner, &id).await.map(drop)
+                    };
+                    match outcome {
+                        Ok(()) => return,
+                        Err(BackendError::Unavailable(_))
+                            if tokio::time::Instant::now() < until =>
+                        {
+                            let left = until.saturating_duration_since(tokio::time::Instant::now());
+                            tokio::time::sleep(backoff.next_delay().min(left)).await;
+                        }
+                        Err(error) => {
+                            tracing::warn!(task = %id, %error, "could not release a submitted task");
+                            return;
+                        }
+                    }
                 }
             });
         });

@@ -6,9 +6,17 @@
 //! server is the child, `task_id` set, and the previous round's answers when resuming.
 //! Cancellation fires the run's token and drops its future, so a tool awaiting anything
 //! stops there.
+//!
+//! Faults: a run whose lease was last renewed (by a heartbeat sent at some instant and
+//! answered `Held`) longer ago than the lease less one heartbeat interval is stopped and
+//! writes nothing, so it never overlaps the run another worker starts once the lease has
+//! lapsed. Outcome writes and hand-backs that fail are retried with jittered exponential
+//! backoff while the lease is still good. Failing claims, heartbeats and sweeps back off the
+//! same way and log once when they start failing and once when they recover.
 
 use std::{
     collections::HashMap,
+    future::Future,
     sync::{Arc, Mutex, PoisonError},
     time::Duration,
 };
@@ -16,19 +24,124 @@ use std::{
 use mcp_core::{RequestScope, Server, ToolCall, version::VersionSpec};
 use mcp_types::{CallToolResponse, CallToolResult, ContentBlock, ProtocolVersion};
 use serde_json::{Value, json};
-use tokio::sync::Semaphore;
+use tokio::{sync::Semaphore, time::Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
     TaskSnapshot,
-    backend::{Claimed, InputRound, Lease, LeaseState, TaskBackend, WorkerId},
+    backend::{
+        BackendError, Claimed, InputRound, Lease, LeaseState, TaskBackend, WorkerId, WriteAck,
+    },
     owner::resolve_tool,
 };
 
 /// How long one `claim` waits for work before looping (to notice shutdown).
 const CLAIM_WAIT: Duration = Duration::from_secs(1);
+/// How much longer than its wait a claim may take before it counts as failed (a hung store).
+const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+/// The first retry delay after a failure, before jitter.
+const BACKOFF_START: Duration = Duration::from_millis(50);
+/// The longest retry delay, before jitter.
+const BACKOFF_CAP: Duration = Duration::from_secs(1);
 
-type Running = Arc<Mutex<HashMap<String, (Lease, CancellationToken)>>>;
+/// Jittered exponential backoff: each delay is drawn between half and all of the current
+/// step, which doubles from [`BACKOFF_START`] up to [`BACKOFF_CAP`].
+pub(crate) struct Backoff {
+    step: Duration,
+}
+
+impl Backoff {
+    pub(crate) fn new() -> Self {
+        Self {
+            step: BACKOFF_START,
+        }
+    }
+
+    /// The delay before the next try.
+    pub(crate) fn next_delay(&mut self) -> Duration {
+        let step = self.step;
+        self.step = (self.step * 2).min(BACKOFF_CAP);
+        let mut bytes = [0u8; 4];
+        // Without randomness the delay is still bounded; only the spread is lost.
+        let fraction = match getrandom::fill(&mut bytes) {
+            Ok(()) => f64::from(u32::from_le_bytes(bytes)) / f64::from(u32::MAX),
+            Err(_) => 1.0,
+        };
+        step / 2 + (step / 2).mul_f64(fraction)
+    }
+
+    /// Starts again from the first step (after a success).
+    pub(crate) fn reset(&mut self) {
+        self.step = BACKOFF_START;
+    }
+}
+
+/// Logs once when an operation starts failing and once when it recovers.
+pub(crate) struct Outage {
+    what: &'static str,
+    failing: bool,
+}
+
+impl Outage {
+    pub(crate) fn new(what: &'static str) -> Self {
+        Self {
+            what,
+            failing: false,
+        }
+    }
+
+    pub(crate) fn failed(&mut self, error: &dyn std::fmt::Display) {
+        if !self.failing {
+            self.failing = true;
+            tracing::warn!(%error, "{} failed; retrying with backoff", self.what);
+        } else {
+            tracing::debug!(%error, "{} failed again", self.what);
+        }
+    }
+
+    pub(crate) fn succeeded(&mut self) {
+        if self.failing {
+            self.failing = false;
+            tracing::info!("{} works again", self.what);
+        }
+    }
+}
+
+/// One run in flight: its lease, its stop token, and when its lease was last renewed.
+struct RunLease {
+    lease: Lease,
+    token: CancellationToken,
+    /// When the request that last renewed the lease (the claim, or a heartbeat answered
+    /// `Held`) was sent.
+    renewed: Mutex<Instant>,
+    /// How long after `renewed` the run must stop: the lease less one heartbeat interval.
+    margin: Duration,
+}
+
+impl RunLease {
+    /// The instant the run must stop at unless renewed again.
+    fn fence_at(&self) -> Instant {
+        *lock(&self.renewed) + self.margin
+    }
+
+    fn renewed_at(&self, sent: Instant) {
+        let mut renewed = lock(&self.renewed);
+        *renewed = (*renewed).max(sent);
+    }
+
+    /// Resolves when the lease can no longer be trusted.
+    async fn lapsed(&self) {
+        loop {
+            let at = self.fence_at();
+            tokio::time::sleep_until(at).await;
+            if self.fence_at() <= Instant::now() {
+                return;
+            }
+        }
+    }
+}
+
+type Running = Arc<Mutex<HashMap<String, Arc<RunLease>>>>;
 
 /// Runs tasks for a server tree. The tasks extension starts one inside the server
 /// (the embedded worker); a worker-only process runs one on its own, for the same tree
@@ -195,6 +308,8 @@ impl Worker {
         let running: Running = Arc::default();
         let permits = Arc::new(Semaphore::new(self.concurrency));
         let stopped = CancellationToken::new();
+        let lease = self.backend.lease();
+        let margin = lease.saturating_sub(self.heartbeat);
         let watcher = tokio::spawn(watch(
             Arc::clone(&self.backend),
             self.backend.events(&self.id),
@@ -206,6 +321,8 @@ impl Worker {
             .sweeps
             .then(|| tokio::spawn(sweep(Arc::clone(&self.backend), stopped.clone())));
         let mut jobs = tokio::task::JoinSet::new();
+        let mut backoff = Backoff::new();
+        let mut outage = Outage::new("claiming tasks");
         loop {
             let first = tokio::select! {
                 biased;
@@ -217,15 +334,31 @@ impl Worker {
             };
             let free = permits.available_permits() + 1;
             // Not raced against shutdown: a claim dropped half-way could leave runs claimed
-            // by nobody until their leases lapse. A claim waits at most CLAIM_WAIT.
-            let claimed = self.backend.claim(&self.id, free, CLAIM_WAIT).await;
+            // by nobody until their leases lapse. A claim waits at most CLAIM_WAIT; one that
+            // takes much longer (a hung store) counts as failed.
+            let asked = Instant::now();
+            let claimed = tokio::time::timeout(
+                CLAIM_WAIT + CALL_TIMEOUT,
+                self.backend.claim(&self.id, free, CLAIM_WAIT),
+            )
+            .await
+            .unwrap_or_else(|_| {
+                Err(BackendError::Unavailable(
+                    "the claim got no answer in time".to_owned(),
+                ))
+            });
             let claimed = match claimed {
-                Ok(claimed) => claimed,
+                Ok(claimed) => {
+                    outage.succeeded();
+                    backoff.reset();
+                    claimed
+                }
                 Err(error) => {
-                    tracing::warn!(%error, "claiming tasks failed; retrying");
+                    outage.failed(&error);
                     tokio::select! {
+                        biased;
                         () = shutdown.cancelled() => break,
-                        () = tokio::time::sleep(Duration::from_millis(500)) => continue,
+                        () = tokio::time::sleep(backoff.next_delay()) => continue,
                     }
                 }
             };
@@ -238,14 +371,19 @@ impl Worker {
                         Err(_) => break,
                     },
                 };
-                let token = CancellationToken::new();
-                lock(&running).insert(run.lease.task.clone(), (run.lease.clone(), token.clone()));
+                let held = Arc::new(RunLease {
+                    lease: run.lease.clone(),
+                    token: CancellationToken::new(),
+                    renewed: Mutex::new(asked),
+                    margin,
+                });
+                lock(&running).insert(run.lease.task.clone(), Arc::clone(&held));
                 let root = self.root.clone();
                 let backend = Arc::clone(&self.backend);
                 let running = Arc::clone(&running);
                 jobs.spawn(async move {
                     let task = run.lease.task.clone();
-                    execute(&root, &backend, run, token).await;
+                    execute(&root, &backend, run, &held).await;
                     lock(&running).remove(&task);
                     drop(permit);
                 });
@@ -258,21 +396,26 @@ impl Worker {
         .await
         .is_ok();
         if !drained {
-            let left: Vec<(Lease, CancellationToken)> = lock(&running).values().cloned().collect();
+            let left: Vec<Arc<RunLease>> = lock(&running).values().cloned().collect();
             tracing::warn!(
                 left = left.len(),
                 "stopping runs still in flight after the grace period and handing them back"
             );
-            for (_, token) in &left {
-                token.cancel();
+            for run in &left {
+                run.token.cancel();
             }
             jobs.abort_all();
             while jobs.join_next().await.is_some() {}
             // Stopped here, so handing back cannot race a result of ours.
-            for (lease, _) in &left {
-                if let Err(error) = self.backend.hand_back(lease).await {
-                    tracing::warn!(task = %lease.task, %error, "handing a run back failed; its lease will lapse");
-                }
+            for run in &left {
+                let backend = Arc::clone(&self.backend);
+                let lease = run.lease.clone();
+                write_outcome(run, "handing back a run", move || {
+                    let backend = Arc::clone(&backend);
+                    let lease = lease.clone();
+                    async move { backend.hand_back(&lease).await }
+                })
+                .await;
             }
         }
         stopped.cancel();
@@ -280,6 +423,45 @@ impl Worker {
         if let Some(sweeper) = sweeper {
             let _ = sweeper.await;
         }
+    }
+}
+
+/// Writes a run's outcome (or hands it back): tries again with backoff on failure while the
+/// lease is still good, then gives up with an error. A retry that finds the task already
+/// terminal counts as done: the earlier try may have landed.
+async fn write_outcome<F, Fut>(run: &RunLease, what: &str, mut write: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<WriteAck, BackendError>>,
+{
+    let task = &run.lease.task;
+    let mut backoff = Backoff::new();
+    let mut tries = 0u32;
+    loop {
+        let left = run.fence_at().saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            tracing::error!(task = %task, tries, "{what} failed until the lease ran out; giving up");
+            return;
+        }
+        tries += 1;
+        let error = match tokio::time::timeout(left.min(CALL_TIMEOUT), write()).await {
+            Ok(Ok(WriteAck::Recorded)) => return,
+            Ok(Ok(WriteAck::Terminal)) if tries > 1 => return,
+            Ok(Ok(other)) => {
+                tracing::debug!(task = %task, ?other, "{what}: nothing recorded");
+                return;
+            }
+            Ok(Err(BackendError::Unavailable(error))) => error,
+            Ok(Err(error)) => {
+                tracing::error!(task = %task, %error, "{what} failed; giving up");
+                return;
+            }
+            Err(_) => "no answer in time".to_owned(),
+        };
+        tracing::debug!(task = %task, tries, %error, "{what} failed; retrying");
+        let delay = backoff.next_delay();
+        let left = run.fence_at().saturating_duration_since(Instant::now());
+        tokio::time::sleep(delay.min(left)).await;
     }
 }
 
@@ -310,12 +492,27 @@ async fn wait_for_signal() {
 /// Runs the backend's expiry and lease recovery until `shutdown`.
 pub(crate) async fn sweep(backend: Arc<dyn TaskBackend>, shutdown: CancellationToken) {
     let wakeup = backend.sweeper_wakeup();
+    let mut backoff = Backoff::new();
+    let mut outage = Outage::new("expiring tasks");
     loop {
-        let next = match backend.expire().await {
-            Ok(next) => next,
-            Err(error) => {
-                tracing::warn!(%error, "expiring tasks failed");
-                Duration::from_secs(1)
+        let expired = tokio::select! {
+            biased;
+            () = shutdown.cancelled() => return,
+            expired = tokio::time::timeout(CALL_TIMEOUT, backend.expire()) => expired,
+        };
+        let next = match expired {
+            Ok(Ok(next)) => {
+                outage.succeeded();
+                backoff.reset();
+                next
+            }
+            Ok(Err(error)) => {
+                outage.failed(&error);
+                backoff.next_delay()
+            }
+            Err(_) => {
+                outage.failed(&"no answer in time");
+                backoff.next_delay()
             }
         };
         let woken = async {
@@ -325,6 +522,7 @@ pub(crate) async fn sweep(backend: Arc<dyn TaskBackend>, shutdown: CancellationT
             }
         };
         tokio::select! {
+            biased;
             () = shutdown.cancelled() => return,
             () = tokio::time::sleep(next) => {}
             () = woken => {}
@@ -346,8 +544,10 @@ async fn watch(
 ) {
     let mut ticks = tokio::time::interval(every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut outage = Outage::new("renewing task leases");
     loop {
         tokio::select! {
+            biased;
             () = shutdown.cancelled() => return,
             event = async {
                 match events.as_mut() {
@@ -356,27 +556,39 @@ async fn watch(
                 }
             } => match event {
                 Some(crate::backend::WorkerEvent::Cancel(id)) => {
-                    if let Some((_, token)) = lock(&running).get(&id) {
-                        token.cancel();
+                    if let Some(run) = lock(&running).get(&id) {
+                        run.token.cancel();
                     }
                 }
                 None => events = None,
             },
             _ = ticks.tick() => {
-                let leases: Vec<(Lease, CancellationToken)> = lock(&running).values().cloned().collect();
-                if leases.is_empty() {
+                let runs: Vec<Arc<RunLease>> = lock(&running).values().cloned().collect();
+                if runs.is_empty() {
                     continue;
                 }
-                let only: Vec<Lease> = leases.iter().map(|(lease, _)| lease.clone()).collect();
-                match backend.heartbeat(&only).await {
-                    Ok(states) => {
-                        for ((_, token), state) in leases.iter().zip(states) {
-                            if !matches!(state, LeaseState::Held { cancel_requested: false }) {
-                                token.cancel();
+                let leases: Vec<Lease> = runs.iter().map(|run| run.lease.clone()).collect();
+                let sent = Instant::now();
+                // A heartbeat that hangs must not hold up the next one (nor shutdown).
+                let answered = tokio::select! {
+                    biased;
+                    () = shutdown.cancelled() => return,
+                    answered = tokio::time::timeout(every, backend.heartbeat(&leases)) => answered,
+                };
+                match answered {
+                    Ok(Ok(states)) => {
+                        outage.succeeded();
+                        for (run, state) in runs.iter().zip(states) {
+                            match state {
+                                LeaseState::Held { cancel_requested: false } => {
+                                    run.renewed_at(sent);
+                                }
+                                _ => run.token.cancel(),
                             }
                         }
                     }
-                    Err(error) => tracing::warn!(%error, "heartbeat failed"),
+                    Ok(Err(error)) => outage.failed(&error),
+                    Err(_) => outage.failed(&"no answer in time"),
                 }
             }
         }
@@ -387,55 +599,93 @@ fn error_value(code: i32, message: impl Into<String>) -> Value {
     json!({"code": code, "message": message.into()})
 }
 
+/// What a run ends with, to be written.
+enum Outcome {
+    Complete(Value),
+    Fail(Value),
+    Input(InputRound),
+}
+
 /// Runs one claimed run and records its outcome.
-async fn execute(
-    root: &Server,
-    backend: &Arc<dyn TaskBackend>,
-    run: Claimed,
-    token: CancellationToken,
-) {
+async fn execute(root: &Server, backend: &Arc<dyn TaskBackend>, run: Claimed, held: &RunLease) {
     let lease = run.lease.clone();
+    let token = held.token.clone();
     let snapshot: TaskSnapshot =
         serde_json::from_value(Value::Object(run.context.clone())).unwrap_or_default();
-    let Some(tool) = resolve_tool(root, &run.tool, run.version.as_deref()) else {
-        let message = format!("Component not found for task: {}", run.tool);
-        record(
-            backend
-                .fail(
-                    &lease,
-                    error_value(mcp_types::codes::INTERNAL_ERROR, message),
-                )
-                .await,
-        );
-        return;
+    let outcome = match resolve_tool(root, &run.tool, run.version.as_deref()) {
+        None => {
+            let message = format!("Component not found for task: {}", run.tool);
+            Outcome::Fail(error_value(mcp_types::codes::INTERNAL_ERROR, message))
+        }
+        Some(tool) => {
+            let mut scope = RequestScope::new()
+                .with_protocol_version(ProtocolVersion::V_2026_07_28)
+                .with_root(root.clone())
+                .with_task_id(lease.task.clone())
+                .with_cancellation(token.clone());
+            if let Some(principal) = snapshot.principal {
+                scope = scope.with_principal(principal);
+            }
+            if let Some(responses) = run.responses {
+                scope = scope.with_input(responses, run.request_state);
+            }
+            scope =
+                scope.with_progress_sink(progress_to_status(Arc::clone(backend), lease.clone()));
+            let mut call = ToolCall::new(tool.owner_name())
+                .arguments(Value::Object(run.arguments))
+                .scope(scope)
+                .without_middleware();
+            if let Some(version) = tool.version() {
+                call = call.version_spec(VersionSpec::exact(version.clone()));
+            }
+            let owner = tool.owner().clone();
+            let answered = tokio::select! {
+                biased;
+                () = token.cancelled() => return,
+                () = held.lapsed() => {
+                    tracing::warn!(
+                        task = %lease.task,
+                        "stopping a run whose lease could not be renewed in time; another worker may take it over"
+                    );
+                    token.cancel();
+                    return;
+                }
+                answered = owner.call(call) => answered,
+            };
+            outcome_of(answered)
+        }
     };
-    let mut scope = RequestScope::new()
-        .with_protocol_version(ProtocolVersion::V_2026_07_28)
-        .with_root(root.clone())
-        .with_task_id(lease.task.clone())
-        .with_cancellation(token.clone());
-    if let Some(principal) = snapshot.principal {
-        scope = scope.with_principal(principal);
+    let backend = Arc::clone(backend);
+    match outcome {
+        Outcome::Complete(result) => {
+            write_outcome(held, "recording a task result", || {
+                let (backend, lease, result) =
+                    (Arc::clone(&backend), lease.clone(), result.clone());
+                async move { backend.complete(&lease, result).await }
+            })
+            .await;
+        }
+        Outcome::Fail(error) => {
+            write_outcome(held, "recording a task error", || {
+                let (backend, lease, error) = (Arc::clone(&backend), lease.clone(), error.clone());
+                async move { backend.fail(&lease, error).await }
+            })
+            .await;
+        }
+        Outcome::Input(round) => {
+            write_outcome(held, "recording an input request", || {
+                let (backend, lease, round) = (Arc::clone(&backend), lease.clone(), round.clone());
+                async move { backend.request_input(&lease, round).await }
+            })
+            .await;
+        }
     }
-    if let Some(responses) = run.responses {
-        scope = scope.with_input(responses, run.request_state);
-    }
-    scope = scope.with_progress_sink(progress_to_status(Arc::clone(backend), lease.clone()));
-    let mut call = ToolCall::new(tool.owner_name())
-        .arguments(Value::Object(run.arguments))
-        .scope(scope)
-        .without_middleware();
-    if let Some(version) = tool.version() {
-        call = call.version_spec(VersionSpec::exact(version.clone()));
-    }
-    let owner = tool.owner().clone();
-    let outcome = tokio::select! {
-        biased;
-        () = token.cancelled() => return,
-        outcome = owner.call(call) => outcome,
-    };
-    let ack = match outcome {
-        Ok(CallToolResponse::Complete(result)) => backend.complete(&lease, to_json(&result)).await,
+}
+
+/// The outcome a tool's answer asks to record.
+fn outcome_of(answered: Result<CallToolResponse, mcp_types::ErrorData>) -> Outcome {
+    match answered {
+        Ok(CallToolResponse::Complete(result)) => Outcome::Complete(to_json(&result)),
         Ok(CallToolResponse::InputRequired(input)) => match input.input_requests {
             Some(requests) if !requests.is_empty() => {
                 let requests = requests
@@ -444,53 +694,30 @@ async fn execute(
                         (key, serde_json::to_value(request).unwrap_or(Value::Null))
                     })
                     .collect();
-                let round = InputRound {
+                Outcome::Input(InputRound {
                     requests,
                     request_state: input.request_state,
-                };
-                backend.request_input(&lease, round).await
+                })
             }
             _ if input.request_state.is_some() => {
                 // C33: state with nothing to ask cannot resume.
                 let result = CallToolResult::error(vec![ContentBlock::text(
                     "the tool returned an input round with state-only and no input requests",
                 )]);
-                backend.complete(&lease, to_json(&result)).await
+                Outcome::Complete(to_json(&result))
             }
-            _ => {
-                backend
-                    .complete(&lease, to_json(&CallToolResult::success(Vec::new())))
-                    .await
-            }
+            _ => Outcome::Complete(to_json(&CallToolResult::success(Vec::new()))),
         },
         Ok(_) => {
             let message = "the tool answered with a task handle inside a task";
-            backend
-                .fail(
-                    &lease,
-                    error_value(mcp_types::codes::INTERNAL_ERROR, message),
-                )
-                .await
+            Outcome::Fail(error_value(mcp_types::codes::INTERNAL_ERROR, message))
         }
-        Err(error) => {
-            backend
-                .fail(&lease, serde_json::to_value(&error).unwrap_or(Value::Null))
-                .await
-        }
-    };
-    record(ack);
+        Err(error) => Outcome::Fail(serde_json::to_value(&error).unwrap_or(Value::Null)),
+    }
 }
 
 fn to_json(result: &CallToolResult) -> Value {
     serde_json::to_value(result).unwrap_or(Value::Null)
-}
-
-fn record(ack: Result<crate::backend::WriteAck, crate::backend::BackendError>) {
-    match ack {
-        Ok(crate::backend::WriteAck::Recorded) => {}
-        Ok(other) => tracing::debug!(?other, "a task outcome was not recorded"),
-        Err(error) => tracing::warn!(%error, "recording a task outcome failed"),
-    }
 }
 
 /// Progress reports of a task run become its `statusMessage` (R50).

@@ -11,5 +11,7 @@ use test_helpers::backend_conformance::Harness;
 const LEASE: Duration = Duration::from_secs(30);
 
 test_helpers::backend_conformance_tests!(|| {
-    Harness::new(MemoryBackend::with_lease(LEASE), LEASE).on_paused_clock()
+    Harness::new(MemoryBackend::with_lease(LEASE), LEASE)
+        .on_paused_clock()
+        .with_limits(|limits| MemoryBackend::with_lease(LEASE).with_limits(limits))
 });

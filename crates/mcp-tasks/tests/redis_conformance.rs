@@ -28,12 +28,11 @@ static CONNECTIONS: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
         .expect("a runtime for the Redis connections")
 });
 
-/// A harness on a fresh queue: the backend and a peer on a second connection.
-fn harness() -> Harness<RedisBackend> {
+/// Connects to a fresh queue with `options`, once for the backend and once for its peer.
+fn connect(options: RedisOptions) -> (RedisBackend, RedisBackend) {
     let url = RedisServer::shared().queue_url("conformance");
     let connect = move || {
         CONNECTIONS.block_on(async {
-            let options = RedisOptions::default().with_lease(LEASE);
             let backend = RedisBackend::connect_with(&url, options.clone()).await;
             let peer = RedisBackend::connect_with(&url, options).await;
             (backend, peer)
@@ -44,7 +43,23 @@ fn harness() -> Harness<RedisBackend> {
         .expect("the connecting thread");
     let backend = backend.unwrap_or_else(|e| panic!("{e}"));
     let peer = peer.unwrap_or_else(|e| panic!("{e}"));
-    Harness::new(backend, LEASE).with_peer(peer)
+    (backend, peer)
+}
+
+/// A harness on a fresh queue: the backend and a peer on a second connection; the limit
+/// cases get a fresh queue of their own with the limits they set.
+fn harness() -> Harness<RedisBackend> {
+    let (backend, peer) = connect(RedisOptions::default().with_lease(LEASE));
+    Harness::new(backend, LEASE)
+        .with_peer(peer)
+        .with_limits(|limits| {
+            connect(
+                RedisOptions::default()
+                    .with_lease(LEASE)
+                    .with_limits(limits),
+            )
+            .0
+        })
 }
 
 test_helpers::backend_conformance_tests!(real_clock, harness);

@@ -61,8 +61,9 @@ use mcp_core::{
     types::{InputResponses, JsonObject, TaskStatus},
 };
 use mcp_tasks::backend::{
-    CancelAck, Claimed, InputRound, Lease, LeaseState, NewTask, Owner, TaskBackend, TaskView,
-    UpdateAck, WorkerEvent, WorkerId, WriteAck,
+    BackendError, CancelAck, Claimed, InputRound, LIMIT_CODE, Lease, LeaseState, Limit,
+    LimitExceeded, NewTask, Owner, TaskBackend, TaskLimits, TaskView, UpdateAck, WorkerEvent,
+    WorkerId, WriteAck,
 };
 use serde_json::{Value, json};
 use tokio::{
@@ -96,7 +97,13 @@ pub struct Harness<B> {
     /// backend has its own clock, and the clock cases take real time (a few leases each),
     /// with a quarter lease of tolerance.
     pub paused_clock: bool,
+    /// Builds a fresh, empty store that enforces the given [`TaskLimits`] (set with
+    /// [`with_limits`](Self::with_limits)). The limit cases need it, and fail without it.
+    pub limited: Option<LimitedFactory<B>>,
 }
+
+/// How a [`Harness`] builds a fresh store enforcing given limits.
+pub type LimitedFactory<B> = Arc<dyn Fn(TaskLimits) -> B + Send + Sync>;
 
 impl<B> Harness<B> {
     /// A harness for `backend`, whose claims last `lease`, on the real clock and without a
@@ -107,6 +114,43 @@ impl<B> Harness<B> {
             peer: None,
             lease,
             paused_clock: false,
+            limited: None,
+        }
+    }
+
+    /// Tells the suite how to build a fresh, empty store (same lease and clock) that
+    /// enforces given limits, for the cases that check quotas and size limits.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use mcp_tasks::backend::memory::MemoryBackend;
+    /// use test_helpers::backend_conformance::Harness;
+    ///
+    /// let lease = Duration::from_secs(30);
+    /// let harness = Harness::new(MemoryBackend::with_lease(lease), lease)
+    ///     .on_paused_clock()
+    ///     .with_limits(move |limits| MemoryBackend::with_lease(lease).with_limits(limits));
+    /// assert!(harness.limited.is_some());
+    /// ```
+    pub fn with_limits(mut self, make: impl Fn(TaskLimits) -> B + Send + Sync + 'static) -> Self {
+        self.limited = Some(Arc::new(make));
+        self
+    }
+
+    /// A harness on a fresh store enforcing `limits` (no peer).
+    fn limited(&self, limits: TaskLimits) -> Harness<B> {
+        let make = self.limited.as_ref().unwrap_or_else(|| {
+            panic!(
+                "this case checks task limits: give the harness a way to build a limited \
+                 store with Harness::with_limits"
+            )
+        });
+        Harness {
+            backend: Arc::new(make(limits)),
+            peer: None,
+            lease: self.lease,
+            paused_clock: self.paused_clock,
+            limited: None,
         }
     }
 
@@ -241,6 +285,14 @@ macro_rules! __backend_conformance_cases {
                 expire_when_idle_asks_again_within_a_second,
                 changes_report_every_state_change,
                 a_run_handed_back_follows_the_lost_worker_policy_at_once,
+                a_caller_over_its_quota_is_refused_and_nothing_is_stored,
+                the_task_limit_refuses_every_caller,
+                the_kept_limit_counts_finished_tasks,
+                arguments_over_the_limit_are_refused,
+                a_result_over_the_limit_fails_the_task_naming_the_limit,
+                a_finished_task_frees_its_callers_slot,
+                claims_are_fair_across_callers,
+                resumed_rounds_and_reruns_queue_fairly,
             ],
             race: [
                 concurrent_claims_never_share_a_run,
@@ -257,6 +309,7 @@ macro_rules! __backend_conformance_cases {
                 a_task_is_kept_until_its_ttl_and_unknown_after,
                 an_expired_running_task_is_gone_for_its_worker,
                 changes_report_a_lost_worker,
+                an_expired_task_frees_its_slots,
             ],
         }
     };
@@ -2106,4 +2159,362 @@ pub async fn changes_report_a_lost_worker<B: TaskBackend>(h: &Harness<B>) {
     expire(h).await;
     assert_eq!(view(h, &owner, &task.id).await.status, TaskStatus::Failed);
     expect_change(&mut changes, &task.id, "failing a task for a lost worker").await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Limits and fairness
+
+/// An anonymous task submitted by the client that declared `name` (its caller key is
+/// `anon:<name>`, as `mcp_tasks::backend::caller_key` makes it).
+fn task_of<B>(h: &Harness<B>, name: &str) -> NewTask {
+    let mut task = new_task(h, &anon(), 1);
+    task.caller = format!("anon:{name}");
+    task
+}
+
+/// Submits `task`, which must be refused by `limit` at `max`, and checks that nothing was
+/// stored: the id is unknown, and releasing it queues nothing.
+async fn assert_refused<B: TaskBackend>(h: &Harness<B>, task: &NewTask, limit: Limit, max: u64) {
+    match h.backend.submit(task.clone()).await {
+        Err(BackendError::Limit(refusal)) => {
+            assert_eq!(
+                refusal,
+                LimitExceeded { limit, max },
+                "the refusal names its limit"
+            );
+        }
+        Err(other) => panic!(
+            "submit {} should hit {limit:?}, failed with: {other}",
+            task.id
+        ),
+        Ok(view) => panic!("submit {} should hit {limit:?}, created {view:?}", task.id),
+    }
+    assert_eq!(
+        get(h, &task.owner, &task.id).await,
+        None,
+        "a refused submission stores nothing"
+    );
+    release(h, &task.owner, &task.id).await;
+}
+
+/// A caller with `max_tasks_per_caller` unfinished tasks (queued, running or waiting for
+/// input) is refused another with [`Limit::TasksPerCaller`]: nothing is stored, and another
+/// caller still submits. A refusal takes no slot.
+pub async fn a_caller_over_its_quota_is_refused_and_nothing_is_stored<B: TaskBackend>(
+    h: &Harness<B>,
+) {
+    let h = h.limited(TaskLimits::unlimited().with_max_tasks_per_caller(3));
+    let owner = anon();
+    let queued = task_of(&h, "a");
+    submit(&h, &queued).await;
+    release(&h, &owner, &queued.id).await;
+    let running = task_of(&h, "a");
+    submit(&h, &running).await;
+    release(&h, &owner, &running.id).await;
+    let first = claim_one(&h, &WorkerId::new()).await;
+    let second = claim_one(&h, &WorkerId::new()).await;
+    park(&h, &owner, &second, &["q"], "state").await;
+    let unreleased = task_of(&h, "a");
+    submit(&h, &unreleased).await;
+    for _ in 0..2 {
+        assert_refused(&h, &task_of(&h, "a"), Limit::TasksPerCaller, 3).await;
+    }
+    claim_none(&h, "refused submissions queue nothing").await;
+    let other = task_of(&h, "b");
+    submit(&h, &other).await;
+    let ack = h
+        .backend
+        .complete(&first.lease, json!({"content": [], "isError": false}))
+        .await
+        .expect("complete");
+    assert_eq!(ack, WriteAck::Recorded);
+    submit(&h, &task_of(&h, "a")).await;
+    assert_refused(&h, &task_of(&h, "a"), Limit::TasksPerCaller, 3).await;
+}
+
+/// `max_tasks` bounds the unfinished tasks of every caller together ([`Limit::Tasks`]).
+pub async fn the_task_limit_refuses_every_caller<B: TaskBackend>(h: &Harness<B>) {
+    let h = h.limited(TaskLimits::unlimited().with_max_tasks(2));
+    submit(&h, &task_of(&h, "a")).await;
+    submit(&h, &task_of(&h, "b")).await;
+    assert_refused(&h, &task_of(&h, "c"), Limit::Tasks, 2).await;
+    assert_refused(&h, &task_of(&h, "a"), Limit::Tasks, 2).await;
+}
+
+/// `max_kept` counts every task kept, finished or not ([`Limit::Kept`]): completing or
+/// cancelling one frees no room.
+pub async fn the_kept_limit_counts_finished_tasks<B: TaskBackend>(h: &Harness<B>) {
+    let h = h.limited(TaskLimits::unlimited().with_max_kept(2));
+    let owner = anon();
+    let (_, run) = running(&h, &owner, &WorkerId::new(), 1).await;
+    let ack = h
+        .backend
+        .complete(&run.lease, json!({"content": [], "isError": false}))
+        .await
+        .expect("complete");
+    assert_eq!(ack, WriteAck::Recorded);
+    let second = task_of(&h, "b");
+    submit(&h, &second).await;
+    assert_eq!(
+        cancel(&h, &owner, &second.id).await,
+        Some(CancelAck::Cancelled)
+    );
+    assert_refused(&h, &task_of(&h, "c"), Limit::Kept, 2).await;
+}
+
+/// Arguments whose compact JSON is over `max_argument_bytes` are refused
+/// ([`Limit::ArgumentBytes`]); exactly at the limit they are kept.
+pub async fn arguments_over_the_limit_are_refused<B: TaskBackend>(h: &Harness<B>) {
+    let mut task = task_of(h, "a");
+    task.arguments = object(json!({"text": "x".repeat(500), "n": [1, 2, 3]}));
+    let size = serde_json::to_string(&task.arguments)
+        .expect("arguments serialize")
+        .len();
+    let exact = h.limited(TaskLimits::unlimited().with_max_argument_bytes(size));
+    let kept = exact
+        .backend
+        .submit(task.clone())
+        .await
+        .expect("at the limit");
+    assert_eq!(kept.status, TaskStatus::Working);
+    release(&exact, &task.owner, &task.id).await;
+    let run = claim_one(&exact, &WorkerId::new()).await;
+    assert_eq!(run.arguments, task.arguments, "kept whole");
+
+    let under = h.limited(TaskLimits::unlimited().with_max_argument_bytes(size - 1));
+    let max = u64::try_from(size - 1).expect("a small size");
+    assert_refused(&under, &task, Limit::ArgumentBytes, max).await;
+}
+
+/// A `complete` or `fail` whose JSON is over `max_result_bytes` fails the task with a
+/// `-32000` error naming [`Limit::ResultBytes`] (its data `{"limit": setting, "max": n}`)
+/// instead of keeping it; exactly at the limit the result is kept.
+pub async fn a_result_over_the_limit_fails_the_task_naming_the_limit<B: TaskBackend>(
+    h: &Harness<B>,
+) {
+    let result = json!({"content": [{"type": "text", "text": "y".repeat(400)}], "isError": false});
+    let size = serde_json::to_string(&result)
+        .expect("result serializes")
+        .len();
+    let owner = anon();
+    let exact = h.limited(TaskLimits::unlimited().with_max_result_bytes(size));
+    let (task, run) = running(&exact, &owner, &WorkerId::new(), 1).await;
+    let ack = exact
+        .backend
+        .complete(&run.lease, result.clone())
+        .await
+        .expect("complete");
+    assert_eq!(ack, WriteAck::Recorded);
+    let done = view(&exact, &owner, &task.id).await;
+    assert_eq!(done.status, TaskStatus::Completed);
+    assert_eq!(done.result, Some(result.clone()), "kept at the limit");
+
+    let max = size - 1;
+    let refusal = LimitExceeded {
+        limit: Limit::ResultBytes,
+        max: u64::try_from(max).expect("a small size"),
+    };
+    let expected = json!({
+        "code": LIMIT_CODE,
+        "message": refusal.to_string(),
+        "data": {"limit": Limit::ResultBytes.setting(), "max": max},
+    });
+    let under = h.limited(TaskLimits::unlimited().with_max_result_bytes(max));
+    let (task, run) = running(&under, &owner, &WorkerId::new(), 1).await;
+    let ack = under
+        .backend
+        .complete(&run.lease, result)
+        .await
+        .expect("complete");
+    assert_eq!(ack, WriteAck::Recorded, "the task's end is recorded");
+    let failed = view(&under, &owner, &task.id).await;
+    assert_eq!(failed.status, TaskStatus::Failed, "a result over the limit");
+    assert_eq!(failed.result, None, "the result is not kept");
+    assert_eq!(failed.error, Some(expected.clone()));
+    assert_eq!(failed.status_message, Some(refusal.to_string()));
+
+    let (task, run) = running(&under, &owner, &WorkerId::new(), 1).await;
+    let error = json!({"code": -32603, "message": "z".repeat(max)});
+    let ack = under.backend.fail(&run.lease, error).await.expect("fail");
+    assert_eq!(ack, WriteAck::Recorded);
+    let failed = view(&under, &owner, &task.id).await;
+    assert_eq!(failed.status, TaskStatus::Failed);
+    assert_eq!(failed.error, Some(expected), "an error over the limit");
+}
+
+/// A caller's task that ends (completed, failed, cancelled, handed back with no attempt
+/// left) frees its slot at once.
+pub async fn a_finished_task_frees_its_callers_slot<B: TaskBackend>(h: &Harness<B>) {
+    let h = h.limited(TaskLimits::unlimited().with_max_tasks_per_caller(1));
+    let owner = anon();
+    for end in [
+        "complete",
+        "fail",
+        "cancel",
+        "hand_back",
+        "cancel while waiting",
+    ] {
+        let task = task_of(&h, "a");
+        submit(&h, &task).await;
+        release(&h, &owner, &task.id).await;
+        let run = claim_one(&h, &WorkerId::new()).await;
+        assert_refused(&h, &task_of(&h, "a"), Limit::TasksPerCaller, 1).await;
+        let lease = &run.lease;
+        match end {
+            "complete" => {
+                let result = json!({"content": [], "isError": false});
+                let ack = h.backend.complete(lease, result).await.expect("complete");
+                assert_eq!(ack, WriteAck::Recorded);
+            }
+            "fail" => {
+                let error = json!({"code": -32603, "message": "no"});
+                let ack = h.backend.fail(lease, error).await.expect("fail");
+                assert_eq!(ack, WriteAck::Recorded);
+            }
+            "cancel" => {
+                assert_eq!(
+                    cancel(&h, &owner, &task.id).await,
+                    Some(CancelAck::Cancelled)
+                );
+            }
+            "hand_back" => {
+                let ack = h.backend.hand_back(lease).await.expect("hand_back");
+                assert_eq!(ack, WriteAck::Recorded);
+                assert_eq!(view(&h, &owner, &task.id).await.status, TaskStatus::Failed);
+            }
+            _ => {
+                park(&h, &owner, &run, &["q"], "state").await;
+                assert_refused(&h, &task_of(&h, "a"), Limit::TasksPerCaller, 1).await;
+                assert_eq!(
+                    cancel(&h, &owner, &task.id).await,
+                    Some(CancelAck::Cancelled)
+                );
+            }
+        }
+        assert!(
+            view(&h, &owner, &task.id).await.status.is_terminal(),
+            "{end} ends the task"
+        );
+    }
+    submit(&h, &task_of(&h, "a")).await;
+}
+
+/// Workers take runs fairly across callers: caller A queues 50 runs, then caller B queues
+/// 3; claimed one at a time, B's `i`-th run (from 0) is among the first `2 + 2i` claims,
+/// not behind A's 50.
+pub async fn claims_are_fair_across_callers<B: TaskBackend>(h: &Harness<B>) {
+    let owner = anon();
+    let mut flood = BTreeSet::new();
+    for _ in 0..50 {
+        let task = task_of(h, "a");
+        submit(h, &task).await;
+        release(h, &owner, &task.id).await;
+        flood.insert(task.id);
+    }
+    let mut quick = Vec::new();
+    for _ in 0..3 {
+        let task = task_of(h, "b");
+        submit(h, &task).await;
+        release(h, &owner, &task.id).await;
+        quick.push(task.id);
+    }
+    let worker = WorkerId::new();
+    let mut order = Vec::new();
+    for _ in 0..53 {
+        order.push(claim_one(h, &worker).await.lease.task);
+    }
+    for (i, id) in quick.iter().enumerate() {
+        let at = order
+            .iter()
+            .position(|claimed| claimed == id)
+            .unwrap_or_else(|| panic!("B's run {i} was never claimed"));
+        assert!(
+            at < 2 + 2 * i,
+            "B's run {i} was claim {} of {}; at most {} expected (fair across callers)",
+            at + 1,
+            order.len(),
+            2 + 2 * i
+        );
+    }
+    let claimed: BTreeSet<_> = order.iter().cloned().collect();
+    assert_eq!(claimed.len(), 53, "every run claimed once");
+    assert!(flood.is_subset(&claimed));
+}
+
+/// A resumed input round and a re-run after a lost worker queue fairly too: while caller A
+/// has 10 runs queued, caller B's resumed round and handed-back run are among the first 4
+/// claims.
+pub async fn resumed_rounds_and_reruns_queue_fairly<B: TaskBackend>(h: &Harness<B>) {
+    let owner = anon();
+    let mut rerun = task_of(h, "b");
+    rerun.max_attempts = 2;
+    submit(h, &rerun).await;
+    release(h, &owner, &rerun.id).await;
+    let first = claim_one(h, &WorkerId::new()).await;
+    assert_eq!(first.lease.task, rerun.id);
+    let waiting = task_of(h, "b");
+    submit(h, &waiting).await;
+    release(h, &owner, &waiting.id).await;
+    let parked_run = claim_one(h, &WorkerId::new()).await;
+    let keys = park(h, &owner, &parked_run, &["q"], "state").await;
+    for _ in 0..10 {
+        let task = task_of(h, "a");
+        submit(h, &task).await;
+        release(h, &owner, &task.id).await;
+    }
+    assert_eq!(
+        deliver(h, &owner, &waiting.id, client_answers(&keys, &["q"])).await,
+        Some(UpdateAck::Resumed)
+    );
+    let ack = h.backend.hand_back(&first.lease).await.expect("hand_back");
+    assert_eq!(ack, WriteAck::Recorded);
+    let worker = WorkerId::new();
+    let mut order = Vec::new();
+    for _ in 0..12 {
+        order.push(claim_one(h, &worker).await.lease.task);
+    }
+    for id in [&waiting.id, &rerun.id] {
+        let at = order
+            .iter()
+            .position(|claimed| claimed == id)
+            .unwrap_or_else(|| panic!("B's run of {id} was never claimed"));
+        assert!(
+            at < 4,
+            "B's run of {id} was claim {} of {}; among the first 4 expected",
+            at + 1,
+            order.len()
+        );
+    }
+}
+
+/// A task past its TTL frees its room: its caller's slot and its place among the kept.
+pub async fn an_expired_task_frees_its_slots<B: TaskBackend>(h: &Harness<B>) {
+    let h = h.limited(
+        TaskLimits::unlimited()
+            .with_max_tasks_per_caller(1)
+            .with_max_kept(2),
+    );
+    let owner = anon();
+    let ttl = h.lease;
+    let mut unfinished = task_of(&h, "a");
+    unfinished.ttl = Some(ttl);
+    submit(&h, &unfinished).await;
+    let mut finished = task_of(&h, "b");
+    finished.ttl = Some(ttl);
+    submit(&h, &finished).await;
+    release(&h, &owner, &finished.id).await;
+    let run = claim_one(&h, &WorkerId::new()).await;
+    let ack = h
+        .backend
+        .complete(&run.lease, json!({"content": [], "isError": false}))
+        .await
+        .expect("complete");
+    assert_eq!(ack, WriteAck::Recorded);
+    assert_refused(&h, &task_of(&h, "c"), Limit::Kept, 2).await;
+    let_pass(ttl + h.slack()).await;
+    expire(&h).await;
+    assert_eq!(get(&h, &owner, &unfinished.id).await, None, "expired");
+    submit(&h, &task_of(&h, "a")).await;
+    submit(&h, &task_of(&h, "c")).await;
+    assert_refused(&h, &task_of(&h, "d"), Limit::Kept, 2).await;
 }

@@ -9,10 +9,17 @@
 //! and keep their JSON payloads serialized: a stored result costs its compact JSON size, not
 //! a tree of maps (about 20× less for a small `CallToolResult`). Payloads are parsed back
 //! outside the lock.
+//!
+//! [`TaskLimits`] are enforced with counters kept as tasks change status and expire, so a
+//! refusal costs no more than an acceptance. Claims are fair across callers: each queued run
+//! gets a start tag one past the larger of the queue's virtual clock and its caller's last
+//! tag; a claim takes the lowest tag (ties by arrival) and moves the clock to it. A caller
+//! with many queued runs thus advances its own tags, not everybody's, and another caller's
+//! run waits at most one slot per busy caller.
 
 use std::{
     cmp::Reverse,
-    collections::{BTreeMap, BinaryHeap, HashMap, VecDeque},
+    collections::{BTreeMap, BinaryHeap, HashMap},
     sync::{Arc, Mutex, MutexGuard, PoisonError},
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
@@ -26,8 +33,9 @@ use tokio::{
 };
 
 use super::{
-    BackendError, CancelAck, Claimed, InputRound, Lease, LeaseState, NewTask, Owner, TaskBackend,
-    TaskView, UpdateAck, WorkerEvent, WorkerId, WriteAck,
+    BackendError, CancelAck, Claimed, InputRound, LIMIT_CODE, Lease, LeaseState, Limit,
+    LimitExceeded, NewTask, Owner, TaskBackend, TaskLimits, TaskView, UpdateAck, WorkerEvent,
+    WorkerId, WriteAck,
 };
 use crate::ids;
 
@@ -64,12 +72,25 @@ pub struct MemoryBackend {
     sweeper: Arc<Notify>,
     changes: broadcast::Sender<String>,
     lease: Duration,
+    limits: TaskLimits,
 }
 
 #[derive(Default)]
 struct State {
     tasks: HashMap<String, Box<Record>>,
-    ready: VecDeque<String>,
+    /// Runs ready to claim, by (start tag, arrival).
+    ready: BTreeMap<(u64, u64), String>,
+    /// The start tag of the last run claimed.
+    clock: u64,
+    /// Arrivals so far (ties between equal tags go by arrival).
+    arrivals: u64,
+    /// Each caller's last start tag, while it is ahead of the clock.
+    last_tags: HashMap<Arc<str>, u64>,
+    /// `last_tags` by tag, to forget them once the clock passes (lazy deletion).
+    tag_order: BinaryHeap<Reverse<(u64, Arc<str>)>>,
+    /// Unfinished (working or input_required) tasks, in all and by caller.
+    unfinished: u64,
+    unfinished_by_caller: HashMap<Arc<str>, u64>,
     expiry: BinaryHeap<Reverse<(Instant, String)>>,
     leases: BinaryHeap<Reverse<(Instant, String, u64)>>,
     workers: HashMap<WorkerId, mpsc::UnboundedSender<WorkerEvent>>,
@@ -77,6 +98,8 @@ struct State {
 
 struct Record {
     owner: Owner,
+    /// The quota and fairness key.
+    caller: Arc<str>,
     tool: String,
     version: Option<String>,
     /// Compact JSON.
@@ -135,6 +158,77 @@ fn unpack_object(raw: &str) -> JsonObject {
     match unpack(raw) {
         Value::Object(object) => object,
         _ => JsonObject::new(),
+    }
+}
+
+/// A limit's value as a refusal reports it.
+fn limit_max(max: usize) -> u64 {
+    u64::try_from(max).unwrap_or(u64::MAX)
+}
+
+/// The error a task keeps instead of a result (or error) over
+/// [`TaskLimits::max_result_bytes`].
+pub(crate) fn result_limit_error(max: usize) -> Value {
+    let refusal = LimitExceeded {
+        limit: Limit::ResultBytes,
+        max: limit_max(max),
+    };
+    json!({
+        "code": LIMIT_CODE,
+        "message": refusal.to_string(),
+        "data": {"limit": refusal.limit.setting(), "max": refusal.max},
+    })
+}
+
+impl State {
+    /// Counts a new unfinished task of `caller`.
+    fn started(&mut self, caller: &Arc<str>) {
+        self.unfinished += 1;
+        *self
+            .unfinished_by_caller
+            .entry(Arc::clone(caller))
+            .or_default() += 1;
+    }
+
+    /// A task of `caller` is no longer unfinished (it ended, or expired unfinished).
+    fn ended(&mut self, caller: &str) {
+        self.unfinished = self.unfinished.saturating_sub(1);
+        if let Some(count) = self.unfinished_by_caller.get_mut(caller) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                self.unfinished_by_caller.remove(caller);
+            }
+        }
+    }
+
+    /// The limit a new task of `caller` would break, if any.
+    fn refusal(&self, limits: &TaskLimits, caller: &str) -> Option<LimitExceeded> {
+        let mine = self.unfinished_by_caller.get(caller).copied().unwrap_or(0);
+        let kept = u64::try_from(self.tasks.len()).unwrap_or(u64::MAX);
+        [
+            (Limit::TasksPerCaller, mine, limits.max_tasks_per_caller),
+            (Limit::Tasks, self.unfinished, limits.max_tasks),
+            (Limit::Kept, kept, limits.max_kept),
+        ]
+        .into_iter()
+        .find(|(_, count, max)| count >= max)
+        .map(|(limit, _, max)| LimitExceeded { limit, max })
+    }
+
+    /// Moves the clock to a claimed run's tag and forgets the callers' last tags it passed.
+    fn advance_clock(&mut self, tag: u64) {
+        self.clock = self.clock.max(tag);
+        while let Some(Reverse((last, _))) = self.tag_order.peek() {
+            if *last > self.clock {
+                break;
+            }
+            let Some(Reverse((last, caller))) = self.tag_order.pop() else {
+                break;
+            };
+            if self.last_tags.get(&caller) == Some(&last) {
+                self.last_tags.remove(&caller);
+            }
+        }
     }
 }
 
@@ -232,7 +326,19 @@ impl MemoryBackend {
             sweeper: Arc::new(Notify::new()),
             changes: broadcast::channel(1024).0,
             lease,
+            limits: TaskLimits::default(),
         }
+    }
+
+    /// The same store, enforcing `limits` instead of [`TaskLimits::default`].
+    ///
+    /// ```
+    /// use mcp_tasks::backend::{TaskLimits, memory::MemoryBackend};
+    /// let _ = MemoryBackend::new().with_limits(TaskLimits::default().with_max_tasks_per_caller(10));
+    /// ```
+    pub fn with_limits(mut self, limits: TaskLimits) -> Self {
+        self.limits = limits;
+        self
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -244,9 +350,18 @@ impl MemoryBackend {
         let _ = self.changes.send(id.to_owned());
     }
 
-    /// Queues the next run of `id`.
+    /// Queues the next run of `id`, fairly across callers (see the [module docs](self)).
     fn enqueue(&self, state: &mut State, id: &str) {
-        state.ready.push_back(id.to_owned());
+        let Some(caller) = state.tasks.get(id).map(|r| Arc::clone(&r.caller)) else {
+            return;
+        };
+        let last = state.last_tags.get(&caller).copied().unwrap_or(0);
+        let tag = state.clock.max(last) + 1;
+        state.last_tags.insert(Arc::clone(&caller), tag);
+        state.tag_order.push(Reverse((tag, caller)));
+        state.arrivals += 1;
+        let arrival = state.arrivals;
+        state.ready.insert((tag, arrival), id.to_owned());
         self.ready.notify_one();
     }
 
@@ -282,6 +397,8 @@ impl MemoryBackend {
             })));
             record.status_message = Some(LOST_WORKER_MESSAGE.to_owned());
             record.finish(TaskStatus::Failed);
+            let caller = Arc::clone(&record.caller);
+            state.ended(&caller);
         }
     }
 
@@ -300,22 +417,75 @@ impl MemoryBackend {
         if !record.holds(lease) {
             return Ok(Err(WriteAck::Lost));
         }
-        Ok(Ok(write(record)))
+        let written = write(record);
+        if record.is_terminal() {
+            let caller = Arc::clone(&record.caller);
+            state.ended(&caller);
+        }
+        Ok(Ok(written))
+    }
+
+    /// Records a terminal payload (the result for `complete`, else the error for `fail`),
+    /// or the result-size error instead when it is over the limit.
+    fn finish_with(
+        &self,
+        lease: &Lease,
+        payload: &Value,
+        completed: bool,
+    ) -> Result<WriteAck, BackendError> {
+        let max = self.limits.max_result_bytes;
+        let packed = pack(payload);
+        let message_of = |error: &Value| {
+            error
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let (status, result, error, message) = if packed.len() > max {
+            let error = result_limit_error(max);
+            let message = message_of(&error);
+            (TaskStatus::Failed, None, Some(pack(&error)), message)
+        } else if completed {
+            (TaskStatus::Completed, Some(packed), None, None)
+        } else {
+            (TaskStatus::Failed, None, Some(packed), message_of(payload))
+        };
+        let written = self.write_held(lease, |record| {
+            if status == TaskStatus::Failed {
+                record.status_message = message;
+            }
+            record.result = result;
+            record.error = error;
+            record.finish(status);
+        })?;
+        if written.is_ok() {
+            self.changed(&lease.task);
+        }
+        Ok(written.map_or_else(|ack| ack, |()| WriteAck::Recorded))
     }
 }
 
 #[async_trait]
 impl TaskBackend for MemoryBackend {
     async fn submit(&self, task: NewTask) -> Result<TaskView, BackendError> {
+        let arguments = pack(&task.arguments);
+        if arguments.len() > self.limits.max_argument_bytes {
+            return Err(BackendError::Limit(LimitExceeded {
+                limit: Limit::ArgumentBytes,
+                max: limit_max(self.limits.max_argument_bytes),
+            }));
+        }
+        let caller: Arc<str> = Arc::from(task.caller);
         let now = now_ms();
         let deadline = task
             .ttl
             .map(|ttl| Instant::now() + Duration::from_millis(whole_ms(ttl)));
         let record = Record {
             owner: task.owner,
+            caller: Arc::clone(&caller),
             tool: task.tool,
             version: task.version,
-            arguments: pack(&task.arguments),
+            arguments,
             context: pack(&task.context),
             status: TaskStatus::Working,
             status_message: None,
@@ -344,6 +514,10 @@ impl TaskBackend for MemoryBackend {
                 task.id
             )));
         }
+        if let Some(refusal) = state.refusal(&self.limits, &caller) {
+            return Err(BackendError::Limit(refusal));
+        }
+        state.started(&caller);
         if let Some(deadline) = deadline {
             let earliest = state
                 .expiry
@@ -433,6 +607,8 @@ impl TaskBackend for MemoryBackend {
         }
         let holder = record.holder.clone();
         record.finish(TaskStatus::Cancelled);
+        let caller = Arc::clone(&record.caller);
+        state.ended(&caller);
         Self::notify_worker(&state, holder.as_ref(), id);
         drop(state);
         self.changed(id);
@@ -457,7 +633,7 @@ impl TaskBackend for MemoryBackend {
                 let mut claimed = Vec::new();
                 let mut raw = Vec::new();
                 while claimed.len() < max {
-                    let Some(id) = state.ready.pop_front() else {
+                    let Some(((tag, _), id)) = state.ready.pop_first() else {
                         break;
                     };
                     let Some(record) = state.tasks.get_mut(&id) else {
@@ -491,6 +667,7 @@ impl TaskBackend for MemoryBackend {
                     raw.push((Arc::clone(&record.arguments), Arc::clone(&record.context)));
                     let fence = record.fence;
                     state.leases.push(Reverse((lease_until, id, fence)));
+                    state.advance_clock(tag);
                 }
                 if !state.ready.is_empty() && claimed.len() == max {
                     // Someone else may take the rest.
@@ -546,29 +723,11 @@ impl TaskBackend for MemoryBackend {
     }
 
     async fn complete(&self, lease: &Lease, result: Value) -> Result<WriteAck, BackendError> {
-        let written = self.write_held(lease, |record| {
-            record.result = Some(pack(&result));
-            record.finish(TaskStatus::Completed);
-        })?;
-        if written.is_ok() {
-            self.changed(&lease.task);
-        }
-        Ok(written.map_or_else(|ack| ack, |()| WriteAck::Recorded))
+        self.finish_with(lease, &result, true)
     }
 
     async fn fail(&self, lease: &Lease, error: Value) -> Result<WriteAck, BackendError> {
-        let written = self.write_held(lease, |record| {
-            record.status_message = error
-                .get("message")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            record.error = Some(pack(&error));
-            record.finish(TaskStatus::Failed);
-        })?;
-        if written.is_ok() {
-            self.changed(&lease.task);
-        }
-        Ok(written.map_or_else(|ack| ack, |()| WriteAck::Recorded))
+        self.finish_with(lease, &error, false)
     }
 
     async fn set_status_message(
@@ -643,6 +802,9 @@ impl TaskBackend for MemoryBackend {
                 .is_some_and(|r| r.deadline == Some(deadline))
                 && let Some(record) = state.tasks.remove(&id)
             {
+                if !record.is_terminal() {
+                    state.ended(&record.caller);
+                }
                 Self::notify_worker(&state, record.holder.as_ref(), &id);
                 expired.push(id);
             }
