@@ -30,7 +30,8 @@
 //! with one take turns. A claim holds its runs by a lease in `P:l`; heartbeats push its
 //! deadline, and [`expire`](TaskBackend::expire) takes lapsed leases and either starts the
 //! work again (attempts left, a new fence) or fails the task for a lost worker. It also
-//! releases a submitted task whose release never came within a lease (its server died).
+//! releases a submitted task whose release never came within three leases (its server
+//! died).
 //! All times come from the Redis server's clock.
 
 mod events;
@@ -73,6 +74,12 @@ const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How many overdue leases (and releases) one sweep step takes at most.
 const RECOVER_BATCH: usize = 256;
+
+/// How many leases after its submission a task never released is released by the sweeper
+/// (its server died, or every release it tried failed). More than one: the submitting
+/// server retries its release for up to a lease, and a task submitted but not released is
+/// not run for at least two leases (the conformance suite pins this).
+const RELEASE_AFTER_LEASES: u32 = 3;
 
 /// The one `maxmemory-policy` that never evicts the engine's keys (they all carry TTLs, so
 /// even the `volatile-*` policies can evict them).
@@ -574,7 +581,7 @@ impl TaskBackend for RedisBackend {
         }
         let context = self.seal_context(&task.id, &task.context);
         let caller = self.caller_tag(&task.caller);
-        let lease_ms = self.lease_ms();
+        let release_ms = whole_ms(self.lease * RELEASE_AFTER_LEASES).max(1).to_string();
         let max_per_caller = self.limits.max_tasks_per_caller.to_string();
         let max_tasks = self.limits.max_tasks.to_string();
         let max_kept = self.limits.max_kept.to_string();
@@ -594,7 +601,7 @@ impl TaskBackend for RedisBackend {
                     &poll.to_string(),
                     &task.max_attempts.max(1).to_string(),
                     &caller,
-                    &lease_ms,
+                    &release_ms,
                     &max_per_caller,
                     &max_tasks,
                     &max_kept,
