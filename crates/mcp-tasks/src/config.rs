@@ -12,7 +12,7 @@ use std::time::Duration;
 /// | task TTL | `MCP_TASKS_TTL_MS` | 900 000 ms (C37) |
 /// | default poll interval | `MCP_TASKS_POLL_INTERVAL_MS` | 5 000 ms (C38) |
 /// | run an embedded worker | `MCP_TASKS_EMBEDDED_WORKER` (`0`/`false` turns it off) | on |
-/// | key sealing stored credentials | `MCP_TASKS_CREDENTIALS_KEY` (32 bytes, base64) | none |
+/// | keys sealing stored credentials | `MCP_TASKS_CREDENTIALS_KEY` (32 bytes, base64; `new,old` while rotating) | none |
 ///
 /// The URL is `memory://` (this process only) or, with the `redis` feature,
 /// `redis://[:password@]host[:port][/db][?queue=<name>&lease_ms=<ms>]` (shared by every
@@ -134,7 +134,8 @@ impl TasksConfig {
         self
     }
 
-    /// Sets the key sealing stored credentials: 32 bytes, base64.
+    /// Sets the key sealing stored credentials: 32 bytes, base64. While rotating, a
+    /// comma-separated list: the first key seals, every key still opens.
     ///
     /// ```
     /// let config = mcp_tasks::TasksConfig::default()

@@ -153,6 +153,23 @@ fn to_json(value: &impl serde::Serialize) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned())
 }
 
+/// The owner and context of an opened stored context (`{"owner", "context"}`), or why it
+/// is unusable.
+fn open_envelope(stored: &str) -> Result<(Owner, JsonObject), String> {
+    let unusable = || "the task's stored credentials are unreadable".to_owned();
+    let serde_json::Value::Object(mut stored) =
+        serde_json::from_str(stored).map_err(|_| unusable())?
+    else {
+        return Err(unusable());
+    };
+    match (stored.remove("owner"), stored.remove("context")) {
+        (Some(serde_json::Value::String(owner)), Some(serde_json::Value::Object(context))) => {
+            Ok((Owner(owner), context))
+        }
+        _ => Err(unusable()),
+    }
+}
+
 /// The lost-worker JSON-RPC error.
 fn lost_worker_error() -> serde_json::Value {
     json!({"code": mcp_types::codes::INTERNAL_ERROR, "message": LOST_WORKER_MESSAGE})
@@ -302,12 +319,36 @@ impl RedisBackend {
         )))
     }
 
-    /// The stored context as the worker gets it: sealed contexts are opened.
-    fn seal_context(&self, id: &str, context: &JsonObject) -> String {
-        let plain = to_json(context);
+    /// The context as stored, with the owner it runs for (the `owner` field holds only a
+    /// tag): sealed for `binding` when a key is configured.
+    fn seal_context(
+        &self,
+        binding: &sealing::Binding<'_>,
+        owner: &Owner,
+        context: &JsonObject,
+    ) -> String {
+        let plain = to_json(&json!({"owner": owner.as_str(), "context": context}));
         match &self.sealer {
-            Some(sealer) => sealer.seal(plain.as_bytes(), id),
+            Some(sealer) => sealer.seal(plain.as_bytes(), binding),
             None => plain,
+        }
+    }
+
+    /// How `owner` is stored: its tag under the current key, or its plain tag without one.
+    /// The store never holds the principal in plaintext.
+    fn owner_tag(&self, owner: &Owner) -> String {
+        match &self.sealer {
+            Some(sealer) => sealer.tag(owner.as_str()),
+            None => sealing::plain_tag(owner.as_str()),
+        }
+    }
+
+    /// What a request-side script matches the stored owner against: the owner's tag under
+    /// every key (space-separated), so tasks tagged before a key rotation are still found.
+    fn owner_tags(&self, owner: &Owner) -> String {
+        match &self.sealer {
+            Some(sealer) => sealer.tags(owner.as_str()).join(" "),
+            None => sealing::plain_tag(owner.as_str()),
         }
     }
 
@@ -353,14 +394,28 @@ impl RedisBackend {
             worker: worker.clone(),
             fence: uint(&row[1]).ok_or_else(|| corrupt("claim", &row[1]))?,
         };
+        let stored_owner = field(3).unwrap_or_default();
+        let tool = field(4).unwrap_or_default();
+        let version = field(5).filter(|v| !v.is_empty());
+        let stored_arguments = field(6).unwrap_or_else(|| "{}".to_owned());
         let stored_context = field(7).unwrap_or_else(|| "{}".to_owned());
-        let context = match sealing::open_stored(self.sealer.as_ref(), &stored_context, &id) {
-            Ok(context) => parse_object(&context, "context")?,
-            Err(error) => {
-                tracing::warn!(task = %id, %error, "failing a task whose credentials cannot be opened");
+        let binding = sealing::Binding {
+            task: &id,
+            owner: &stored_owner,
+            tool: &tool,
+            version: version.as_deref(),
+            arguments: &stored_arguments,
+        };
+        let opened = sealing::open_stored(self.sealer.as_ref(), &stored_context, &binding)
+            .map_err(|error| error.to_string())
+            .and_then(|stored| open_envelope(&stored));
+        let (owner, context) = match opened {
+            Ok(opened) => opened,
+            Err(message) => {
+                tracing::warn!(task = %id, error = %message, "failing a task whose credentials cannot be opened");
                 let error = json!({
                     "code": mcp_types::codes::INTERNAL_ERROR,
-                    "message": error.to_string(),
+                    "message": message,
                 });
                 self.fail(&lease, error).await?;
                 return Ok(None);
@@ -374,10 +429,10 @@ impl RedisBackend {
             answers.insert(key, parse_json(&answer, "answer")?);
         }
         Ok(Some(Claimed {
-            owner: Owner(field(3).unwrap_or_default()),
-            tool: field(4).unwrap_or_default(),
-            version: field(5).filter(|v| !v.is_empty()),
-            arguments: parse_object(&field(6).unwrap_or_else(|| "{}".to_owned()), "arguments")?,
+            owner,
+            tool,
+            version,
+            arguments: parse_object(&stored_arguments, "arguments")?,
             context,
             attempt: uint(&row[2])
                 .and_then(|n| u32::try_from(n).ok())
@@ -450,8 +505,17 @@ impl TaskBackend for RedisBackend {
     async fn submit(&self, task: NewTask) -> Result<TaskView, BackendError> {
         let ttl = task.ttl.map(ttl_ms);
         let poll = whole_ms(task.poll_interval);
-        let context = self.seal_context(&task.id, &task.context);
+        let owner = self.owner_tag(&task.owner);
         let arguments = to_json(&task.arguments);
+        let binding = sealing::Binding {
+            task: &task.id,
+            owner: &owner,
+            tool: &task.tool,
+            // Stored as absent when empty, so bound as absent.
+            version: task.version.as_deref().filter(|v| !v.is_empty()),
+            arguments: &arguments,
+        };
+        let context = self.seal_context(&binding, &task.owner, &task.context);
         let ttl_arg = ttl.map(|ms| ms.to_string()).unwrap_or_default();
         let version = task.version.clone().unwrap_or_default();
         let reply = self
@@ -459,7 +523,7 @@ impl TaskBackend for RedisBackend {
                 &self.scripts.submit,
                 &[
                     &task.id,
-                    &task.owner.0,
+                    &owner,
                     &task.tool,
                     &version,
                     &arguments,
@@ -488,12 +552,12 @@ impl TaskBackend for RedisBackend {
     }
 
     async fn release(&self, owner: &Owner, id: &str) -> Result<(), BackendError> {
-        self.run(&self.scripts.release, &[id, &owner.0]).await?;
+        self.run(&self.scripts.release, &[id, &self.owner_tags(owner)]).await?;
         Ok(())
     }
 
     async fn get(&self, owner: &Owner, id: &str) -> Result<Option<TaskView>, BackendError> {
-        let reply = self.run(&self.scripts.get, &[id, &owner.0]).await?;
+        let reply = self.run(&self.scripts.get, &[id, &self.owner_tags(owner)]).await?;
         if reply == Value::Nil {
             return Ok(None);
         }
@@ -531,7 +595,8 @@ impl TaskBackend for RedisBackend {
             .iter()
             .map(|(key, answer)| (key.clone(), to_json(answer)))
             .collect();
-        let mut args: Vec<&str> = vec![id, &owner.0];
+        let owners = self.owner_tags(owner);
+        let mut args: Vec<&str> = vec![id, &owners];
         for (key, answer) in &answers {
             args.push(key);
             args.push(answer);
@@ -547,7 +612,7 @@ impl TaskBackend for RedisBackend {
     }
 
     async fn cancel(&self, owner: &Owner, id: &str) -> Result<Option<CancelAck>, BackendError> {
-        let reply = self.run(&self.scripts.cancel, &[id, &owner.0]).await?;
+        let reply = self.run(&self.scripts.cancel, &[id, &self.owner_tags(owner)]).await?;
         match (&reply, int(&reply)) {
             (Value::Nil, _) => Ok(None),
             (_, Some(1)) => Ok(Some(CancelAck::Cancelled)),

@@ -1,4 +1,4 @@
--- ARGV: prefix, id, owner, tool, version ('' none), args, ctx, ttl_ms ('' none), poll_ms, max_attempts
+-- ARGV: prefix, id, owner tag, tool, version ('' none), args, ctx, ttl_ms ('' none), poll_ms, max_attempts
 -- Returns the creation time (Unix ms), or -1 when the id is taken.
 local t = tkey(ARGV[2])
 if redis.call('EXISTS', t) == 1 then return -1 end
