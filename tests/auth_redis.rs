@@ -89,7 +89,10 @@ async fn au19_au20_two_principals_tasks_through_two_replicas_on_redis() {
     let fields = stored_task(&queue, &id).await;
     assert!(!fields.is_empty(), "the task is stored");
     for (field, value) in &fields {
-        assert!(!value.contains(CLIENT_A), "{field} names alice at rest: {value}");
+        assert!(
+            !value.contains(CLIENT_A),
+            "{field} names alice at rest: {value}"
+        );
     }
     let owner = fields.iter().find(|(field, _)| field == "owner");
     assert!(

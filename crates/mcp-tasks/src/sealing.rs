@@ -326,7 +326,9 @@ impl Sealer {
     /// assert!(sealer.open("sealed:v2:00000000:AAAA", &binding).is_err());
     /// ```
     pub fn open(&self, sealed: &str, binding: &Binding<'_>) -> Result<Vec<u8>, SealError> {
-        let rest = sealed.strip_prefix(SEALED_MARK).ok_or(SealError::Unsealed)?;
+        let rest = sealed
+            .strip_prefix(SEALED_MARK)
+            .ok_or(SealError::Unsealed)?;
         let rest = rest
             .strip_prefix(&SEALED_PREFIX[SEALED_MARK.len()..])
             .ok_or(SealError::UnknownFormat)?;
@@ -576,9 +578,7 @@ mod tests {
             assert!(sealer.open(&altered, &binding()).is_err(), "byte {at}");
         }
         assert!(
-            sealer
-                .open(&format!("{head}:AAAA"), &binding())
-                .is_err(),
+            sealer.open(&format!("{head}:AAAA"), &binding()).is_err(),
             "too short for a nonce"
         );
     }
@@ -588,11 +588,17 @@ mod tests {
         let old = Sealer::new(&[1; 32]);
         let before = old.seal(b"ctx", &binding());
         let rotated = Sealer::new(&[2; 32]).with_older_key(&[1; 32]);
-        assert_eq!(rotated.open(&before, &binding()).unwrap_or_default(), b"ctx");
+        assert_eq!(
+            rotated.open(&before, &binding()).unwrap_or_default(),
+            b"ctx"
+        );
         let after = rotated.seal(b"ctx", &binding());
         let new_id = Sealer::new(&[2; 32]).key_id().to_owned();
         assert_ne!(new_id, old.key_id());
-        assert!(after.starts_with(&format!("sealed:v2:{new_id}:")), "{after}");
+        assert!(
+            after.starts_with(&format!("sealed:v2:{new_id}:")),
+            "{after}"
+        );
         assert!(old.open(&after, &binding()).is_err());
         // Once the old key is dropped, its values name the key that is missing.
         let dropped = Sealer::new(&[2; 32]);
@@ -665,7 +671,8 @@ mod tests {
     fn a_key_list_reads_in_order_and_its_errors_never_show_a_key() {
         let one = base64::engine::general_purpose::STANDARD.encode([1u8; 32]);
         let two = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode([2u8; 32]);
-        let sealer = Sealer::from_base64(&format!(" {two} ,{one}")).unwrap_or_else(|e| panic!("{e}"));
+        let sealer =
+            Sealer::from_base64(&format!(" {two} ,{one}")).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(sealer.key_id(), Sealer::new(&[2; 32]).key_id());
         assert_eq!(sealer.tags("x")[1], Sealer::new(&[1; 32]).tag("x"));
         let short = base64::engine::general_purpose::STANDARD.encode([3u8; 31]);
@@ -675,7 +682,10 @@ mod tests {
             .unwrap_or_default();
         assert!(error.contains("key 2 of 2: 31 bytes"), "{error}");
         assert!(!error.contains(&short) && !error.contains(&one), "{error}");
-        assert!(Sealer::from_base64(&format!("{one},")).is_err(), "an empty entry");
+        assert!(
+            Sealer::from_base64(&format!("{one},")).is_err(),
+            "an empty entry"
+        );
         let shown = format!("{sealer:?}");
         assert!(!shown.contains(&one) && !shown.contains(&two), "{shown}");
         assert!(shown.contains(sealer.key_id()), "{shown}");

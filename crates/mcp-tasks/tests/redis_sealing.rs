@@ -120,12 +120,19 @@ fn key_id(sealed: &str) -> &str {
 
 /// Claims from `worker` and expects nothing handed out; the task ends failed, with a
 /// status message that names its credentials. Returns the message.
-async fn expect_failed_at_claim(server: &RedisBackend, worker: &RedisBackend, task: &NewTask) -> String {
+async fn expect_failed_at_claim(
+    server: &RedisBackend,
+    worker: &RedisBackend,
+    task: &NewTask,
+) -> String {
     let runs = worker
         .claim(&WorkerId::new(), 1, Duration::from_millis(200))
         .await
         .expect("claim");
-    assert!(runs.is_empty(), "the run is never handed to a tool: {runs:?}");
+    assert!(
+        runs.is_empty(),
+        "the run is never handed to a tool: {runs:?}"
+    );
     let view = server
         .get(&task.owner, &task.id)
         .await
@@ -150,8 +157,14 @@ async fn r55_a_worker_with_the_key_gets_the_caller_back_and_redis_sees_neither_i
         context.starts_with(&format!("sealed:v2:{}:", sealer.key_id())),
         "sealed at rest: {context}"
     );
-    assert!(!context.contains("alice"), "the principal is not readable at rest");
-    let body = context.rsplit_once(':').map(|(_, body)| body).unwrap_or_default();
+    assert!(
+        !context.contains("alice"),
+        "the principal is not readable at rest"
+    );
+    let body = context
+        .rsplit_once(':')
+        .map(|(_, body)| body)
+        .unwrap_or_default();
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(body)
         .expect("base64url");
@@ -180,7 +193,10 @@ async fn r55_a_worker_with_the_key_gets_the_caller_back_and_redis_sees_neither_i
         runs[0].context, task.context,
         "opened to what was submitted"
     );
-    assert_eq!(runs[0].owner, owner, "the owner comes from the opened caller");
+    assert_eq!(
+        runs[0].owner, owner,
+        "the owner comes from the opened caller"
+    );
 }
 
 #[tokio::test]
@@ -228,7 +244,14 @@ async fn r55_a_plaintext_context_put_on_a_task_with_a_key_configured_fails_it_un
     let (_, task) = alices_task(&server).await;
     // Someone with write access to Redis replaces the sealed caller with a plain one.
     let forged = json!({"tool": "t", "version": "1.0.0", "principal": {"clientId": "admin"}});
-    overwrite(redis.url(), server.key_prefix(), &task.id, "ctx", &forged.to_string()).await;
+    overwrite(
+        redis.url(),
+        server.key_prefix(),
+        &task.id,
+        "ctx",
+        &forged.to_string(),
+    )
+    .await;
     let message = expect_failed_at_claim(&server, &server, &task).await;
     assert!(message.contains("not encrypted"), "{message}");
 }
@@ -246,7 +269,10 @@ async fn r55_swapping_the_tool_or_arguments_under_a_sealed_context_fails_the_tas
         let (_, task) = alices_task(&server).await;
         overwrite(redis.url(), server.key_prefix(), &task.id, field, &value).await;
         let message = expect_failed_at_claim(&server, &server, &task).await;
-        assert!(message.contains("could not be decrypted"), "{field}: {message}");
+        assert!(
+            message.contains("could not be decrypted"),
+            "{field}: {message}"
+        );
     }
 }
 

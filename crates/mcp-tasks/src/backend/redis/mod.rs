@@ -552,12 +552,15 @@ impl TaskBackend for RedisBackend {
     }
 
     async fn release(&self, owner: &Owner, id: &str) -> Result<(), BackendError> {
-        self.run(&self.scripts.release, &[id, &self.owner_tags(owner)]).await?;
+        self.run(&self.scripts.release, &[id, &self.owner_tags(owner)])
+            .await?;
         Ok(())
     }
 
     async fn get(&self, owner: &Owner, id: &str) -> Result<Option<TaskView>, BackendError> {
-        let reply = self.run(&self.scripts.get, &[id, &self.owner_tags(owner)]).await?;
+        let reply = self
+            .run(&self.scripts.get, &[id, &self.owner_tags(owner)])
+            .await?;
         if reply == Value::Nil {
             return Ok(None);
         }
@@ -612,7 +615,9 @@ impl TaskBackend for RedisBackend {
     }
 
     async fn cancel(&self, owner: &Owner, id: &str) -> Result<Option<CancelAck>, BackendError> {
-        let reply = self.run(&self.scripts.cancel, &[id, &self.owner_tags(owner)]).await?;
+        let reply = self
+            .run(&self.scripts.cancel, &[id, &self.owner_tags(owner)])
+            .await?;
         match (&reply, int(&reply)) {
             (Value::Nil, _) => Ok(None),
             (_, Some(1)) => Ok(Some(CancelAck::Cancelled)),
