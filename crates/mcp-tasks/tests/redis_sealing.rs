@@ -42,7 +42,11 @@ fn alice() -> Principal {
 
 /// A task of alice's for tool `t` whose context names her.
 fn alices_new_task(arguments: Value) -> NewTask {
-    let principal = alice();
+    new_task_of(alice(), arguments)
+}
+
+/// A task of `principal`'s for tool `t` whose context names them.
+fn new_task_of(principal: Principal, arguments: Value) -> NewTask {
     let owner = Owner::of(Some(&principal));
     let snapshot = TaskSnapshot {
         tool: Some("t".to_owned()),
@@ -364,4 +368,21 @@ async fn a_key_rotation_keeps_older_tasks_open_findable_and_cancellable() {
     ];
     expected.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(contexts, expected, "both open, each under its own key");
+}
+
+#[tokio::test]
+async fn without_a_key_a_context_moved_onto_another_owners_task_fails_it() {
+    let redis = RedisServer::shared();
+    let url = redis.queue_url("sealing");
+    let server = backend(&url, None).await;
+    let alices = alices_new_task(json!({"a": 6}));
+    server.submit(alices.clone()).await.expect("submit");
+    let bobs = new_task_of(Principal::new("app").with_subject("bob"), json!({"a": 6}));
+    server.submit(bobs.clone()).await.expect("submit");
+    let prefix = server.key_prefix();
+    let moved = stored(redis.url(), prefix, &alices.id, "ctx").await;
+    overwrite(redis.url(), prefix, &bobs.id, "ctx", &moved).await;
+    server.release(&bobs.owner, &bobs.id).await.expect("release");
+    let message = expect_failed_at_claim(&server, &server, &bobs).await;
+    assert!(message.contains("do not belong"), "{message}");
 }

@@ -6,7 +6,7 @@
 //! | key | type | holds |
 //! |---|---|---|
 //! | `P:q` | stream, consumer group `workers` | one entry per runnable run; its pending entry is the lease |
-//! | `P:t:<id>` | hash | the task: owner, tool, arguments, context, status, result or error, fence, attempts, round |
+//! | `P:t:<id>` | hash | the task: owner (a tag, never the principal), tool, arguments, context, status, result or error, fence, attempts, round |
 //! | `P:t:<id>:ir` / `:ik` | hashes | outstanding input requests, and the tool key of each client key |
 //! | `P:t:<id>:ia` | hash | answers collected for the next round, by the tool's keys |
 //! | `P:ev` | pub/sub channel | `<worker>\t<task>`: cancel the run of that task |
@@ -408,7 +408,17 @@ impl RedisBackend {
         };
         let opened = sealing::open_stored(self.sealer.as_ref(), &stored_context, &binding)
             .map_err(|error| error.to_string())
-            .and_then(|stored| open_envelope(&stored));
+            .and_then(|stored| open_envelope(&stored))
+            .and_then(|(owner, context)| {
+                // A context moved onto another owner's task (unsealed, or sealed elsewhere)
+                // never runs for that task.
+                let tags = self.owner_tags(&owner);
+                if tags.split(' ').any(|tag| tag == stored_owner) {
+                    Ok((owner, context))
+                } else {
+                    Err("the task's stored credentials do not belong to its owner".to_owned())
+                }
+            });
         let (owner, context) = match opened {
             Ok(opened) => opened,
             Err(message) => {
