@@ -1,7 +1,9 @@
 //! Two principals' tasks on the Redis engine, through two replicas of the demo, each an
 //! OAuth resource server for the same public URL (issue 13, AU19, AU20): a task belongs to
 //! the verified principal that submitted it, on every replica; another principal's
-//! `tasks/get`, `tasks/update` and `tasks/cancel` answer exactly as for an unknown id.
+//! `tasks/get`, `tasks/update` and `tasks/cancel` answer exactly as for an unknown id. The
+//! replicas seal credentials with a rotated key list (`new,old`): at rest Redis holds the
+//! owner only as a tag under the new key and the caller only sealed.
 
 mod common;
 
@@ -16,6 +18,28 @@ use test_helpers::{
 
 /// How long a task may take to complete on the shared Redis.
 const PATIENCE: Duration = Duration::from_secs(60);
+
+/// `MCP_TASKS_CREDENTIALS_KEY` of both replicas: a new key (all 8s), then an old one (all 7s).
+const KEYS: &str =
+    "CAgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAg=,BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=";
+
+/// Every field of task `id` of the queue `queue_url` names, as Redis holds them.
+async fn stored_task(queue_url: &str, id: &str) -> Vec<(String, String)> {
+    let queue = queue_url
+        .split_once("queue=")
+        .map(|(_, queue)| queue)
+        .unwrap_or_else(|| panic!("a queue URL: {queue_url}"));
+    let mut redis = redis::Client::open(RedisServer::shared().url())
+        .expect("URL")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect");
+    redis::cmd("HGETALL")
+        .arg(format!("{{mcpt:{queue}}}:t:{id}"))
+        .query_async(&mut redis)
+        .await
+        .expect("HGETALL")
+}
 
 /// A 2026-07-28 request with the tasks opt-in and `token`; the JSON-RPC answer.
 async fn send(url: &str, token: &str, method: &str, params: Value) -> Value {
@@ -40,8 +64,9 @@ async fn au19_au20_two_principals_tasks_through_two_replicas_on_redis() {
         "--tasks-url",
         queue.as_str(),
     ];
-    let replica_a = common::spawn_demo_http_on(port_a, &args, &[]).await;
-    let replica_b = common::spawn_demo_http_on(common::free_port(), &args, &[]).await;
+    let envs = [("MCP_TASKS_CREDENTIALS_KEY", KEYS)];
+    let replica_a = common::spawn_demo_http_on(port_a, &args, &envs).await;
+    let replica_b = common::spawn_demo_http_on(common::free_port(), &args, &envs).await;
     let alice = auth.token(CLIENT_A, &public, "child").await;
     let bob = auth.token(CLIENT_B, &public, "child").await;
 
@@ -57,6 +82,27 @@ async fn au19_au20_two_principals_tasks_through_two_replicas_on_redis() {
         .as_str()
         .unwrap_or_else(|| panic!("a task: {created}"))
         .to_owned();
+
+    // At rest: neither the owner nor the caller in plaintext; the owner tagged under the
+    // new key.
+    let sealer = mcpkit::tasks::sealing::Sealer::from_base64(KEYS).expect("the keys");
+    let fields = stored_task(&queue, &id).await;
+    assert!(!fields.is_empty(), "the task is stored");
+    for (field, value) in &fields {
+        assert!(
+            !value.contains(CLIENT_A),
+            "{field} names alice at rest: {value}"
+        );
+    }
+    let owner = fields.iter().find(|(field, _)| field == "owner");
+    assert!(
+        owner.is_some_and(|(_, tag)| tag.starts_with(&format!("{}.", sealer.key_id()))),
+        "the owner's tag under the new key: {owner:?}"
+    );
+    if let Some((_, context)) = fields.iter().find(|(field, _)| field == "ctx") {
+        let sealed = format!("sealed:v2:{}:", sealer.key_id());
+        assert!(context.starts_with(&sealed), "{context}");
+    }
 
     // bob, on either replica, gets exactly what an unknown id gets.
     let unknown = "00000000-0000-4000-8000-000000000000";

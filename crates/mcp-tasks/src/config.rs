@@ -14,7 +14,7 @@ use crate::backend::TaskLimits;
 /// | task TTL | `MCP_TASKS_TTL_MS` | 900 000 ms (C37) |
 /// | default poll interval | `MCP_TASKS_POLL_INTERVAL_MS` | 5 000 ms (C38) |
 /// | run an embedded worker | `MCP_TASKS_EMBEDDED_WORKER` (`0`/`false` turns it off) | on |
-/// | key sealing stored credentials | `MCP_TASKS_CREDENTIALS_KEY` (32 bytes, base64) | none |
+/// | keys sealing stored credentials | `MCP_TASKS_CREDENTIALS_KEY` (32 bytes, base64; `new,old` while rotating) | none |
 /// | unfinished tasks per caller | `MCP_TASKS_MAX_TASKS_PER_CALLER` | 100 |
 /// | unfinished tasks in all | `MCP_TASKS_MAX_TASKS` | 10 000 |
 /// | tasks kept in all, finished or not | `MCP_TASKS_MAX_KEPT` | 100 000 |
@@ -187,7 +187,8 @@ impl TasksConfig {
         self
     }
 
-    /// Sets the key sealing stored credentials: 32 bytes, base64.
+    /// Sets the key sealing stored credentials: 32 bytes, base64. While rotating, a
+    /// comma-separated list: the first key seals, every key still opens.
     ///
     /// ```
     /// let config = mcp_tasks::TasksConfig::default()

@@ -5,7 +5,7 @@
 //!
 //! | key | type | holds |
 //! |---|---|---|
-//! | `P:t:<id>` | hash | the task: owner, caller tag, tool, arguments, context, status, result or error, fence, attempts, round |
+//! | `P:t:<id>` | hash | the task: owner (a tag, never the principal), caller tag, tool, arguments, context, status, result or error, fence, attempts, round |
 //! | `P:r` | sorted set | runnable runs: task id by virtual start tag |
 //! | `P:vc` | string | the virtual clock: the start tag of the last run claimed |
 //! | `P:ct` | sorted set | caller tag by the last start tag it got (only tags past the clock) |
@@ -205,6 +205,23 @@ fn memory_policy(info: &str) -> Option<&str> {
         .map(str::trim)
 }
 
+/// The owner and context of an opened stored context (`{"owner", "context"}`), or why it
+/// is unusable.
+fn open_envelope(stored: &str) -> Result<(Owner, JsonObject), String> {
+    let unusable = || "the task's stored credentials are unreadable".to_owned();
+    let serde_json::Value::Object(mut stored) =
+        serde_json::from_str(stored).map_err(|_| unusable())?
+    else {
+        return Err(unusable());
+    };
+    match (stored.remove("owner"), stored.remove("context")) {
+        (Some(serde_json::Value::String(owner)), Some(serde_json::Value::Object(context))) => {
+            Ok((Owner(owner), context))
+        }
+        _ => Err(unusable()),
+    }
+}
+
 /// The lost-worker JSON-RPC error.
 fn lost_worker_error() -> serde_json::Value {
     json!({"code": mcp_types::codes::INTERNAL_ERROR, "message": LOST_WORKER_MESSAGE})
@@ -376,12 +393,12 @@ impl RedisBackend {
             .map_err(unavailable)
     }
 
-    /// How a caller is named at rest: a keyed tag under the sealer's key, else an unkeyed
-    /// one (never the caller itself).
-    fn caller_tag(&self, caller: &str) -> String {
+    /// How an owner or caller is named at rest: its tag under the current key, or its plain
+    /// tag without one. The store never holds a principal or a client name in plaintext.
+    fn tag(&self, text: &str) -> String {
         match &self.sealer {
-            Some(sealer) => sealer.tag(caller),
-            None => sealing::plain_tag(caller),
+            Some(sealer) => sealer.tag(text),
+            None => sealing::plain_tag(text),
         }
     }
 
@@ -420,12 +437,32 @@ impl RedisBackend {
         }
     }
 
-    /// The stored context as the worker gets it: sealed contexts are opened.
-    fn seal_context(&self, id: &str, context: &JsonObject) -> String {
-        let plain = to_json(context);
+    /// The context as stored, with the owner it runs for (the `owner` field holds only a
+    /// tag): sealed for `binding` when a key is configured.
+    fn seal_context(
+        &self,
+        binding: &sealing::Binding<'_>,
+        owner: &Owner,
+        context: &JsonObject,
+    ) -> String {
+        let plain = to_json(&json!({"owner": owner.as_str(), "context": context}));
         match &self.sealer {
-            Some(sealer) => sealer.seal(plain.as_bytes(), id),
+            Some(sealer) => sealer.seal(plain.as_bytes(), binding),
             None => plain,
+        }
+    }
+
+    /// How `owner` is stored.
+    fn owner_tag(&self, owner: &Owner) -> String {
+        self.tag(owner.as_str())
+    }
+
+    /// What a request-side script matches the stored owner against: the owner's tag under
+    /// every key (space-separated), so tasks tagged before a key rotation are still found.
+    fn owner_tags(&self, owner: &Owner) -> String {
+        match &self.sealer {
+            Some(sealer) => sealer.tags(owner.as_str()).join(" "),
+            None => sealing::plain_tag(owner.as_str()),
         }
     }
 
@@ -475,14 +512,38 @@ impl RedisBackend {
             worker: worker.clone(),
             fence: uint(&row[1]).ok_or_else(|| corrupt("claim", &row[1]))?,
         };
+        let stored_owner = field(3).unwrap_or_default();
+        let tool = field(4).unwrap_or_default();
+        let version = field(5).filter(|v| !v.is_empty());
+        let stored_arguments = field(6).unwrap_or_else(|| "{}".to_owned());
         let stored_context = field(7).unwrap_or_else(|| "{}".to_owned());
-        let context = match sealing::open_stored(self.sealer.as_ref(), &stored_context, &id) {
-            Ok(context) => parse_object(&context, "context")?,
-            Err(error) => {
-                tracing::warn!(task = %id, %error, "failing a task whose credentials cannot be opened");
+        let binding = sealing::Binding {
+            task: &id,
+            owner: &stored_owner,
+            tool: &tool,
+            version: version.as_deref(),
+            arguments: &stored_arguments,
+        };
+        let opened = sealing::open_stored(self.sealer.as_ref(), &stored_context, &binding)
+            .map_err(|error| error.to_string())
+            .and_then(|stored| open_envelope(&stored))
+            .and_then(|(owner, context)| {
+                // A context moved onto another owner's task (unsealed, or sealed elsewhere)
+                // never runs for that task.
+                let tags = self.owner_tags(&owner);
+                if tags.split(' ').any(|tag| tag == stored_owner) {
+                    Ok((owner, context))
+                } else {
+                    Err("the task's stored credentials do not belong to its owner".to_owned())
+                }
+            });
+        let (owner, context) = match opened {
+            Ok(opened) => opened,
+            Err(message) => {
+                tracing::warn!(task = %id, error = %message, "failing a task whose credentials cannot be opened");
                 let error = json!({
                     "code": mcp_types::codes::INTERNAL_ERROR,
-                    "message": error.to_string(),
+                    "message": message,
                 });
                 self.fail(&lease, error).await?;
                 return Ok(None);
@@ -496,10 +557,10 @@ impl RedisBackend {
             answers.insert(key, parse_json(&answer, "answer")?);
         }
         Ok(Some(Claimed {
-            owner: Owner(field(3).unwrap_or_default()),
-            tool: field(4).unwrap_or_default(),
-            version: field(5).filter(|v| !v.is_empty()),
-            arguments: parse_object(&field(6).unwrap_or_else(|| "{}".to_owned()), "arguments")?,
+            owner,
+            tool,
+            version,
+            arguments: parse_object(&stored_arguments, "arguments")?,
             context,
             attempt: uint(&row[2])
                 .and_then(|n| u32::try_from(n).ok())
@@ -572,6 +633,7 @@ impl TaskBackend for RedisBackend {
     async fn submit(&self, task: NewTask) -> Result<TaskView, BackendError> {
         let ttl = task.ttl.map(ttl_ms);
         let poll = whole_ms(task.poll_interval);
+        let owner = self.owner_tag(&task.owner);
         let arguments = to_json(&task.arguments);
         if arguments.len() > self.limits.max_argument_bytes {
             return Err(BackendError::Limit(LimitExceeded {
@@ -579,8 +641,16 @@ impl TaskBackend for RedisBackend {
                 max: u64::try_from(self.limits.max_argument_bytes).unwrap_or(u64::MAX),
             }));
         }
-        let context = self.seal_context(&task.id, &task.context);
-        let caller = self.caller_tag(&task.caller);
+        let binding = sealing::Binding {
+            task: &task.id,
+            owner: &owner,
+            tool: &task.tool,
+            // Stored as absent when empty, so bound as absent.
+            version: task.version.as_deref().filter(|v| !v.is_empty()),
+            arguments: &arguments,
+        };
+        let context = self.seal_context(&binding, &task.owner, &task.context);
+        let caller = self.tag(&task.caller);
         let release_ms = whole_ms(self.lease * RELEASE_AFTER_LEASES).max(1).to_string();
         let max_per_caller = self.limits.max_tasks_per_caller.to_string();
         let max_tasks = self.limits.max_tasks.to_string();
@@ -592,7 +662,7 @@ impl TaskBackend for RedisBackend {
                 &self.scripts.submit,
                 &[
                     &task.id,
-                    &task.owner.0,
+                    &owner,
                     &task.tool,
                     &version,
                     &arguments,
@@ -633,12 +703,15 @@ impl TaskBackend for RedisBackend {
     }
 
     async fn release(&self, owner: &Owner, id: &str) -> Result<(), BackendError> {
-        self.run(&self.scripts.release, &[id, &owner.0]).await?;
+        self.run(&self.scripts.release, &[id, &self.owner_tags(owner)])
+            .await?;
         Ok(())
     }
 
     async fn get(&self, owner: &Owner, id: &str) -> Result<Option<TaskView>, BackendError> {
-        let reply = self.run(&self.scripts.get, &[id, &owner.0]).await?;
+        let reply = self
+            .run(&self.scripts.get, &[id, &self.owner_tags(owner)])
+            .await?;
         if reply == Value::Nil {
             return Ok(None);
         }
@@ -676,7 +749,8 @@ impl TaskBackend for RedisBackend {
             .iter()
             .map(|(key, answer)| (key.clone(), to_json(answer)))
             .collect();
-        let mut args: Vec<&str> = vec![id, &owner.0];
+        let owners = self.owner_tags(owner);
+        let mut args: Vec<&str> = vec![id, &owners];
         for (key, answer) in &answers {
             args.push(key);
             args.push(answer);
@@ -692,7 +766,9 @@ impl TaskBackend for RedisBackend {
     }
 
     async fn cancel(&self, owner: &Owner, id: &str) -> Result<Option<CancelAck>, BackendError> {
-        let reply = self.run(&self.scripts.cancel, &[id, &owner.0]).await?;
+        let reply = self
+            .run(&self.scripts.cancel, &[id, &self.owner_tags(owner)])
+            .await?;
         match (&reply, int(&reply)) {
             (Value::Nil, _) => Ok(None),
             (_, Some(1)) => Ok(Some(CancelAck::Cancelled)),

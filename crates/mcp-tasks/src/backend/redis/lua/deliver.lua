@@ -1,9 +1,9 @@
--- ARGV: prefix, id, owner, then (client key, answer)... Returns nil (no such task),
+-- ARGV: prefix, id, owner tags, then (client key, answer)... Returns nil (no such task),
 -- I ignored, W waiting for more, R resumed (the next round is queued, exactly once).
 local id = ARGV[2]
 local t = tkey(id)
 local f = redis.call('HMGET', t, 'owner', 'st')
-if f[1] ~= ARGV[3] then return false end
+if not owned_by(f[1], ARGV[3]) then return false end
 if f[2] ~= 'input_required' then return 'I' end
 local ir, ik, ia = t .. ':ir', t .. ':ik', t .. ':ia'
 local taken = false

@@ -52,3 +52,12 @@ local function finish(t, st, now)
   redis.call('HDEL', t, 'msg', 'worker', 'cid', 'args', 'ctx', 'rst')
   redis.call('DEL', t .. ':ir', t .. ':ik', t .. ':ia')
 end
+-- Whether a task's stored owner tag is one of `tags` (space-separated; tags are [0-9a-f.]):
+-- the owner's tag under each configured key, so tasks tagged before a rotation match too.
+local function owned_by(stored, tags)
+  if not stored then return false end
+  for tag in string.gmatch(tags, '%S+') do
+    if tag == stored then return true end
+  end
+  return false
+end

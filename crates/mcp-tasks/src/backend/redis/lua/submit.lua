@@ -1,4 +1,4 @@
--- ARGV: prefix, id, owner, tool, version ('' none), args, ctx, ttl_ms ('' none), poll_ms,
+-- ARGV: prefix, id, owner tag, tool, version ('' none), args, ctx, ttl_ms ('' none), poll_ms,
 -- max_attempts, caller tag, release deadline (ms after now), max unfinished per caller, max
 -- unfinished, max kept. Returns the creation time (Unix ms); -1 when the id is taken; -2, -3,
 -- -4 when the caller's, everybody's unfinished, or the kept tasks are at their limit (then
