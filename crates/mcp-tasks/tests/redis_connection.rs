@@ -185,3 +185,39 @@ async fn dropping_the_backend_while_redis_is_frozen_returns_at_once_and_closes_i
     })
     .await;
 }
+
+/// The id of the one client subscribed to a channel, in a `CLIENT LIST`.
+fn subscriber_id(list: &str) -> Option<String> {
+    list.lines()
+        .find(|line| line.contains(" sub=1 "))
+        .and_then(|line| line.split(' ').next())
+        .map(str::to_owned)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_cancel_subscription_is_resubscribed() {
+    let redis = RedisServer::start_local();
+    let _backend = RedisBackend::connect(&redis.queue_url("resubscribe"))
+        .await
+        .expect("connect");
+    let before = client_list(redis.url()).await;
+    let first = subscriber_id(&before).unwrap_or_else(|| panic!("a subscriber:\n{before}"));
+    let client = redis::Client::open(redis.url()).expect("a Redis URL");
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect to Redis");
+    let killed: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("pubsub")
+        .query_async(&mut conn)
+        .await
+        .expect("CLIENT KILL");
+    assert_eq!(killed, 1);
+    // A new subscription (another client id) takes its place, after a backoff.
+    until_clients(redis.url(), "a new subscriber", |list| {
+        subscriber_id(list).is_some_and(|id| id != first)
+    })
+    .await;
+}
