@@ -7,6 +7,11 @@
 //! Tests sharing a Redis keep apart by queue: [`RedisServer::queue_url`] names a fresh
 //! queue (so a fresh key prefix) per call.
 //!
+//! [`RedisServer::start_tls`] starts one that speaks only TLS, with a certificate authority
+//! generated for it ([`ca_file`](RedisServer::ca_file)), and [`RedisCluster::start`] a
+//! three-master Redis Cluster. Each server's [`pid`](RedisServer::pid) lets a test freeze it
+//! (`kill -STOP`) and thaw it again.
+//!
 //! Without `redis-server` on `PATH` and no `MCP_TEST_REDIS_URL`, starting one **fails** with
 //! a message that says how to get it: Redis suites never skip.
 //!
@@ -17,8 +22,9 @@
 //! ```
 
 use std::{
-    io::{Read as _, Write as _},
+    io::{BufRead as _, Read as _, Write as _},
     net::{TcpListener, TcpStream},
+    path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     sync::{
         OnceLock,
@@ -49,6 +55,10 @@ pub const HOW_TO_GET_REDIS: &str = "the Redis suites need a Redis: install redis
 pub struct RedisServer {
     url: String,
     child: Option<Child>,
+    /// The redis-server process (not the shell that owns it).
+    pid: Option<u32>,
+    /// The CA that signed a TLS server's certificate, PEM.
+    ca_file: Option<PathBuf>,
 }
 
 static SHARED: OnceLock<RedisServer> = OnceLock::new();
@@ -81,6 +91,8 @@ impl RedisServer {
             return RedisServer {
                 url: url.trim().trim_end_matches('/').to_owned(),
                 child: None,
+                pid: None,
+                ca_file: None,
             };
         }
         let mut last_error = String::new();
@@ -93,35 +105,49 @@ impl RedisServer {
         panic!("could not start redis-server: {last_error}\n{HOW_TO_GET_REDIS}");
     }
 
+    /// A Redis started here even when `MCP_TEST_REDIS_URL` is set: for tests that
+    /// [freeze](Self::freeze) or stop their server. Stopped when dropped. Panics (with
+    /// [`HOW_TO_GET_REDIS`]) when redis-server cannot be started.
+    ///
+    /// ```no_run
+    /// let redis = test_helpers::redis::RedisServer::start_local();
+    /// assert!(redis.pid().is_some());
+    /// ```
+    pub fn start_local() -> RedisServer {
+        let mut last_error = String::new();
+        for _ in 0..3 {
+            match Self::spawn() {
+                Ok(server) => return server,
+                Err(error) => last_error = error,
+            }
+        }
+        panic!("could not start redis-server: {last_error}\n{HOW_TO_GET_REDIS}");
+    }
+
     fn spawn() -> Result<RedisServer, String> {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .map_err(|e| format!("no free loopback port: {e}"))?
-            .port();
-        // The shell stops the server when our end of its stdin closes, which happens when
-        // this process exits however it exits: no server outlives its tests.
-        let script = format!(
-            "redis-server --port {port} --bind 127.0.0.1 --save '' --appendonly no \
-             --daemonize no --loglevel warning & pid=$!; read _; kill $pid; wait $pid"
-        );
-        let child = Command::new("sh")
-            .arg("-c")
-            .arg(&script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("cannot run sh: {e}"))?;
+        let port = free_port()?;
+        let (child, pid) = launch(
+            &format!("--port {port} --bind 127.0.0.1 --save '' --appendonly no"),
+            None,
+        )?;
         let mut server = RedisServer {
             url: format!("redis://127.0.0.1:{port}/0"),
             child: Some(child),
+            pid: Some(pid),
+            ca_file: None,
         };
+        server.wait_ready(port, || ping(port))?;
+        Ok(server)
+    }
+
+    /// Waits until `ready` (polled), or the server exits, or 10 s pass.
+    fn wait_ready(&mut self, port: u16, ready: impl Fn() -> bool) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            if ping(port) {
-                return Ok(server);
+            if ready() {
+                return Ok(());
             }
-            if let Some(child) = server.child.as_mut()
+            if let Some(child) = self.child.as_mut()
                 && let Ok(Some(status)) = child.try_wait()
             {
                 return Err(format!(
@@ -137,6 +163,59 @@ impl RedisServer {
         }
     }
 
+    /// A Redis of one's own that speaks only TLS, on a free loopback port, with a server
+    /// certificate (for `localhost` and `127.0.0.1`) signed by a certificate authority made
+    /// for it: [`url`](Self::url) is `rediss://127.0.0.1:<port>/0` and
+    /// [`ca_file`](Self::ca_file) the CA's PEM. Clients need no certificate. Stopped (and
+    /// its files removed) when dropped or when the test process exits. Panics (with
+    /// [`HOW_TO_GET_REDIS`]) when redis-server cannot be started.
+    ///
+    /// ```no_run
+    /// let redis = test_helpers::redis::RedisServer::start_tls();
+    /// assert!(redis.url().starts_with("rediss://127.0.0.1:"));
+    /// assert!(redis.ca_file().is_some());
+    /// ```
+    pub fn start_tls() -> RedisServer {
+        let mut last_error = String::new();
+        for _ in 0..3 {
+            match Self::spawn_tls() {
+                Ok(server) => return server,
+                Err(error) => last_error = error,
+            }
+        }
+        panic!("could not start a TLS redis-server: {last_error}\n{HOW_TO_GET_REDIS}");
+    }
+
+    fn spawn_tls() -> Result<RedisServer, String> {
+        let dir = temp_dir("tls")?;
+        let pki = Pki::generate()?;
+        let ca_file = dir.join("ca.pem");
+        let write = |name: &str, pem: &str| {
+            std::fs::write(dir.join(name), pem).map_err(|e| format!("cannot write {name}: {e}"))
+        };
+        write("ca.pem", &pki.ca_pem)?;
+        write("server.pem", &pki.cert_pem)?;
+        write("server.key", &pki.key_pem)?;
+        let port = free_port()?;
+        let d = dir.display();
+        let (child, pid) = launch(
+            &format!(
+                "--port 0 --tls-port {port} --bind 127.0.0.1 --save '' --appendonly no \
+                 --tls-cert-file {d}/server.pem --tls-key-file {d}/server.key \
+                 --tls-ca-cert-file {d}/ca.pem --tls-auth-clients no"
+            ),
+            Some(&dir),
+        )?;
+        let mut server = RedisServer {
+            url: format!("rediss://127.0.0.1:{port}/0"),
+            child: Some(child),
+            pid: Some(pid),
+            ca_file: Some(ca_file.clone()),
+        };
+        server.wait_ready(port, || cli_ping(port, Some(&ca_file)))?;
+        Ok(server)
+    }
+
     /// The server's URL (`redis://127.0.0.1:<port>/0`, or `MCP_TEST_REDIS_URL`).
     ///
     /// ```no_run
@@ -145,6 +224,64 @@ impl RedisServer {
     /// ```
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The PEM file of the certificate authority a [TLS](Self::start_tls) server's
+    /// certificate is signed by; `None` for a plain one.
+    ///
+    /// ```no_run
+    /// let redis = test_helpers::redis::RedisServer::start_tls();
+    /// let ca = std::fs::read_to_string(redis.ca_file().unwrap()).unwrap();
+    /// assert!(ca.contains("BEGIN CERTIFICATE"));
+    /// ```
+    pub fn ca_file(&self) -> Option<&Path> {
+        self.ca_file.as_deref()
+    }
+
+    /// The redis-server process id; `None` for `MCP_TEST_REDIS_URL`'s Redis.
+    ///
+    /// ```no_run
+    /// let redis = test_helpers::redis::RedisServer::start();
+    /// assert!(redis.pid().is_some());
+    /// ```
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
+    /// Freezes the server (`SIGSTOP`): its connections stay open but nothing answers, as
+    /// with a hung or partitioned Redis. [`thaw`](Self::thaw) (or dropping it) resumes it.
+    /// Panics for `MCP_TEST_REDIS_URL`'s Redis, which is not ours to freeze.
+    ///
+    /// ```no_run
+    /// let redis = test_helpers::redis::RedisServer::start();
+    /// redis.freeze();
+    /// redis.thaw();
+    /// ```
+    pub fn freeze(&self) {
+        self.signal("STOP");
+    }
+
+    /// Resumes a [frozen](Self::freeze) server (`SIGCONT`).
+    ///
+    /// ```no_run
+    /// let redis = test_helpers::redis::RedisServer::start();
+    /// redis.freeze();
+    /// redis.thaw();
+    /// ```
+    pub fn thaw(&self) {
+        self.signal("CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self
+            .pid
+            .unwrap_or_else(|| panic!("no redis-server process of ours to send SIG{signal}"));
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(pid.to_string())
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run kill: {e}"));
+        assert!(status.success(), "kill -{signal} {pid} failed: {status}");
     }
 
     /// A URL naming a queue no other call of this process got: `<url>?queue=<name>-<n>-<pid>`.
@@ -162,6 +299,283 @@ impl RedisServer {
             std::process::id()
         )
     }
+}
+
+/// A free loopback port (whose cluster bus port, 10000 above it, exists too).
+fn free_port() -> Result<u16, String> {
+    for _ in 0..50 {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .map_err(|e| format!("no free loopback port: {e}"))?
+            .port();
+        if port < 55_000 && TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok() {
+            return Ok(port);
+        }
+    }
+    Err("no free loopback port with a free port 10000 above it".to_owned())
+}
+
+/// A fresh directory under the system's temporary directory.
+fn temp_dir(what: &str) -> Result<PathBuf, String> {
+    static DIRS: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let dir = std::env::temp_dir().join(format!(
+        "mcpkit-redis-{what}-{}-{}-{nanos}",
+        std::process::id(),
+        DIRS.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
+/// Starts `redis-server <args>` under a shell that stops it (and removes `dir`) when our end
+/// of its stdin closes, which happens when this process exits however it exits: no server
+/// outlives its tests. Returns the shell and the server's pid.
+fn launch(args: &str, dir: Option<&Path>) -> Result<(Child, u32), String> {
+    let cleanup = dir
+        .map(|dir| format!("; rm -rf '{}'", dir.display()))
+        .unwrap_or_default();
+    // A frozen server (SIGSTOP) gets SIGCONT so that it can act on the SIGTERM.
+    let script = format!(
+        "redis-server {args} --daemonize no --loglevel warning >/dev/null & pid=$!; echo $pid; \
+         read _; \
+         kill $pid; kill -CONT $pid; wait $pid{cleanup}"
+    );
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot run sh: {e}"))?;
+    let mut line = String::new();
+    if let Some(stdout) = child.stdout.take() {
+        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+    }
+    match line.trim().parse() {
+        Ok(pid) => Ok((child, pid)),
+        Err(_) => {
+            drop(child.stdin.take());
+            let _ = child.wait();
+            Err(format!(
+                "the shell did not report redis-server's pid ({line:?})"
+            ))
+        }
+    }
+}
+
+/// Whether `redis-cli` gets `PONG` from loopback `port` (over TLS, trusting `ca_file`, when
+/// given).
+fn cli_ping(port: u16, ca_file: Option<&Path>) -> bool {
+    let mut cli = Command::new("redis-cli");
+    cli.args(["-h", "127.0.0.1", "-p", &port.to_string()]);
+    if let Some(ca) = ca_file {
+        cli.arg("--tls").arg("--cacert").arg(ca);
+    }
+    cli.arg("PING")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim() == "PONG")
+        .unwrap_or(false)
+}
+
+/// A CA and a server certificate it signed for `localhost` and `127.0.0.1`, PEM.
+struct Pki {
+    ca_pem: String,
+    cert_pem: String,
+    key_pem: String,
+}
+
+impl Pki {
+    fn generate() -> Result<Pki, String> {
+        use rcgen::{
+            BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair,
+            KeyUsagePurpose,
+        };
+        let fail = |what: &str, e: rcgen::Error| format!("cannot make the test {what}: {e}");
+        let mut params = CertificateParams::new(Vec::<String>::new()).map_err(|e| fail("CA", e))?;
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "mcpkit test Redis CA");
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let ca_key = KeyPair::generate().map_err(|e| fail("CA key", e))?;
+        let ca = CertifiedIssuer::self_signed(params, ca_key).map_err(|e| fail("CA", e))?;
+        let key = KeyPair::generate().map_err(|e| fail("server key", e))?;
+        let cert = CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
+            .and_then(|params| params.signed_by(&key, &ca))
+            .map_err(|e| fail("server certificate", e))?;
+        Ok(Pki {
+            ca_pem: ca.pem(),
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        })
+    }
+}
+
+/// A three-master Redis Cluster on free loopback ports, without persistence: started by
+/// [`start`](Self::start), stopped (its processes and files gone) when dropped or when the
+/// test process exits.
+///
+/// ```no_run
+/// let cluster = test_helpers::redis::RedisCluster::start();
+/// assert!(cluster.url().starts_with("redis+cluster://127.0.0.1:"));
+/// ```
+#[derive(Debug)]
+pub struct RedisCluster {
+    nodes: Vec<RedisServer>,
+    ports: Vec<u16>,
+    url: String,
+}
+
+impl RedisCluster {
+    /// Starts three `redis-server --cluster-enabled yes` masters, joins them with
+    /// `redis-cli --cluster create … --cluster-replicas 0`, and returns once every node
+    /// reports `cluster_state:ok`. Panics (with [`HOW_TO_GET_REDIS`]) when that fails.
+    ///
+    /// ```no_run
+    /// let cluster = test_helpers::redis::RedisCluster::start();
+    /// assert_eq!(cluster.nodes().len(), 3);
+    /// ```
+    pub fn start() -> RedisCluster {
+        let mut last_error = String::new();
+        for _ in 0..3 {
+            match Self::spawn() {
+                Ok(cluster) => return cluster,
+                Err(error) => last_error = error,
+            }
+        }
+        panic!("could not start a Redis Cluster: {last_error}\n{HOW_TO_GET_REDIS}");
+    }
+
+    fn spawn() -> Result<RedisCluster, String> {
+        let mut nodes = Vec::new();
+        let mut ports = Vec::new();
+        for _ in 0..3 {
+            let port = free_port()?;
+            let dir = temp_dir("cluster")?;
+            let d = dir.display();
+            let (child, pid) = launch(
+                &format!(
+                    "--port {port} --bind 127.0.0.1 --save '' --appendonly no \
+                     --cluster-enabled yes --cluster-config-file {d}/nodes.conf --dir {d}"
+                ),
+                Some(&dir),
+            )?;
+            let mut node = RedisServer {
+                url: format!("redis://127.0.0.1:{port}/0"),
+                child: Some(child),
+                pid: Some(pid),
+                ca_file: None,
+            };
+            node.wait_ready(port, || ping(port))?;
+            nodes.push(node);
+            ports.push(port);
+        }
+        let addresses: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+        let created = Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("create")
+            .args(&addresses)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run redis-cli: {e}"))?;
+        if !created.status.success() {
+            return Err(format!(
+                "redis-cli --cluster create failed: {}{}",
+                String::from_utf8_lossy(&created.stdout),
+                String::from_utf8_lossy(&created.stderr)
+            ));
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !ports.iter().all(|&port| cluster_ok(port)) {
+            if Instant::now() > deadline {
+                return Err("the cluster did not reach cluster_state:ok in 30 s".to_owned());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(RedisCluster {
+            url: format!("redis+cluster://{}/", addresses.join(",")),
+            nodes,
+            ports,
+        })
+    }
+
+    /// The cluster's URL: `redis+cluster://127.0.0.1:<p1>,127.0.0.1:<p2>,127.0.0.1:<p3>/`.
+    ///
+    /// ```no_run
+    /// let cluster = test_helpers::redis::RedisCluster::start();
+    /// assert_eq!(cluster.url().matches("127.0.0.1:").count(), 3);
+    /// ```
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// A URL naming a queue no other call of this process got, as
+    /// [`RedisServer::queue_url`].
+    ///
+    /// ```no_run
+    /// let cluster = test_helpers::redis::RedisCluster::start();
+    /// assert!(cluster.queue_url("a").contains("?queue=a-"));
+    /// ```
+    pub fn queue_url(&self, name: &str) -> String {
+        let n = QUEUES.fetch_add(1, Ordering::Relaxed);
+        format!("{}?queue={name}-{n}-{}", self.url, std::process::id())
+    }
+
+    /// The cluster's nodes (each a [`RedisServer`] with its own `redis://` URL and pid).
+    ///
+    /// ```no_run
+    /// let cluster = test_helpers::redis::RedisCluster::start();
+    /// assert!(cluster.nodes().iter().all(|node| node.pid().is_some()));
+    /// ```
+    pub fn nodes(&self) -> &[RedisServer] {
+        &self.nodes
+    }
+
+    /// The nodes' ports.
+    ///
+    /// ```no_run
+    /// let cluster = test_helpers::redis::RedisCluster::start();
+    /// assert_eq!(cluster.ports().len(), 3);
+    /// ```
+    pub fn ports(&self) -> &[u16] {
+        &self.ports
+    }
+}
+
+/// Whether the cluster node on loopback `port` says `cluster_state:ok`.
+fn cluster_ok(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+    if stream.write_all(b"CLUSTER INFO\r\n").is_err() {
+        return false;
+    }
+    let mut reply = vec![0u8; 4096];
+    let mut read = 0;
+    // The bulk reply is well under 4 KiB; read until its first line says the state.
+    while read < reply.len() {
+        match stream.read(&mut reply[read..]) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => read += n,
+        }
+        let text = String::from_utf8_lossy(&reply[..read]);
+        if text.contains("cluster_state:ok") {
+            return true;
+        }
+        if text.contains("cluster_state:fail") {
+            return false;
+        }
+    }
+    false
 }
 
 /// Whether a Redis on loopback `port` answers `PING`.
@@ -231,39 +645,20 @@ impl RedisServer {
             .map(|arg| format!("'{}'", arg.replace('\'', r"'\''")))
             .collect();
         // Later settings win: `args` override the defaults before them.
-        let script = format!(
-            "redis-server --port {port} --bind 127.0.0.1 --save '' --appendonly no \
-             --daemonize no --loglevel warning {} & pid=$!; read _; kill $pid; wait $pid",
-            quoted.join(" ")
-        );
-        let child = Command::new("sh")
-            .arg("-c")
-            .arg(&script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("cannot run sh: {e}"))?;
+        let (child, pid) = launch(
+            &format!(
+                "--port {port} --bind 127.0.0.1 --save '' --appendonly no {}",
+                quoted.join(" ")
+            ),
+            None,
+        )?;
         let mut server = RedisServer {
             url: format!("redis://127.0.0.1:{port}/0"),
             child: Some(child),
+            pid: Some(pid),
+            ca_file: None,
         };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if ping(port) {
-                return Ok(server);
-            }
-            if let Some(child) = server.child.as_mut()
-                && let Ok(Some(status)) = child.try_wait()
-            {
-                return Err(format!("redis-server exited at once ({status})"));
-            }
-            if Instant::now() > deadline {
-                return Err(format!(
-                    "redis-server on port {port} did not answer PING in 10 s"
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        server.wait_ready(port, || ping(port))?;
+        Ok(server)
     }
 }

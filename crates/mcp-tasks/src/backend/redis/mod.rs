@@ -34,25 +34,22 @@
 //! died).
 //! All times come from the Redis server's clock.
 
+mod connection;
 mod events;
 mod options;
 mod reply;
 mod scripts;
 
-use std::{
-    collections::BTreeMap,
-    sync::{Arc, Mutex, PoisonError},
-    time::Duration,
-};
+use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use async_trait::async_trait;
 use mcp_types::{InputResponses, JsonObject, TaskStatus};
-use redis::{AsyncConnectionConfig, Value, aio::ConnectionManager, aio::MultiplexedConnection};
+use redis::Value;
 use serde_json::json;
 use tokio::{sync::mpsc, time::Instant};
 use tokio_util::sync::CancellationToken;
 
-pub use options::{DEFAULT_LEASE, RedisOptions};
+pub use options::{DEFAULT_LEASE, DEFAULT_RESPONSE_TIMEOUT, RedisOptions};
 
 use super::{
     BackendError, CancelAck, Claimed, InputRound, LIMIT_CODE, Lease, LeaseState, Limit,
@@ -68,9 +65,6 @@ use reply::{corrupt, int, items, pairs, text, uint};
 /// assert!(mcp_tasks::backend::redis::LOST_WORKER_MESSAGE.contains("lost"));
 /// ```
 pub const LOST_WORKER_MESSAGE: &str = "the worker running this task was lost";
-
-/// How long to wait for a script's answer before calling Redis unavailable.
-const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How many overdue leases (and releases) one sweep step takes at most.
 const RECOVER_BATCH: usize = 256;
@@ -137,11 +131,9 @@ pub enum RedisBackendError {
 /// # Ok(()) }
 /// ```
 pub struct RedisBackend {
-    client: redis::Client,
-    conn: ConnectionManager,
-    /// Connections for blocking waits, one per waiting claim (a blocked connection serves
-    /// nobody else).
-    blocking: Mutex<Vec<MultiplexedConnection>>,
+    /// The shared connection, and connections for blocking waits, one per waiting claim (a
+    /// blocked connection serves nobody else).
+    connections: connection::Connections,
     scripts: scripts::Scripts,
     prefix: String,
     queue_key: String,
@@ -161,10 +153,6 @@ impl Drop for RedisBackend {
 
 fn unavailable(error: redis::RedisError) -> BackendError {
     BackendError::Unavailable(error.to_string())
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn parse_status(raw: &str) -> Result<TaskStatus, BackendError> {
@@ -233,9 +221,24 @@ fn ttl_ms(ttl: Duration) -> u64 {
 }
 
 impl RedisBackend {
-    /// Connects to the Redis at `url` (`redis://[:password@]host[:port][/db]`, or `rediss://`
-    /// with TLS support compiled in), with the queue and lease the URL's query names
-    /// (`queue`, `lease_ms`; defaults `default` and 30 s).
+    /// Connects to the Redis at `url`, with the queue, lease and response timeout the URL's
+    /// query names (`queue`, `lease_ms`, `response_timeout_ms`; defaults `default`, 30 s and
+    /// 10 s):
+    ///
+    /// - `redis://[[user]:password@]host[:port][/db]`: one Redis;
+    /// - `rediss://…`: one Redis over TLS (rustls), verified against the system's
+    ///   certificate authorities, or only those of the PEM file `ca_file=/path/ca.pem`;
+    /// - `redis+cluster://[[user]:password@]host:port[,host:port…][/]` (or
+    ///   `rediss+cluster://…`): a Redis Cluster, found from these seed nodes. All keys of a
+    ///   queue share one hash tag, so one queue lives on one shard; spread load over queues.
+    ///
+    /// Every connection has TCP keepalive (probes after 10 s idle, every 5 s, 3 of them) and
+    /// a 5 s connect timeout; every command waits at most the response timeout for its
+    /// answer (a blocking wait for work: its block time plus 2 s), so a dead or frozen Redis
+    /// yields errors, never a hang. Lost connections are reopened with capped, jittered
+    /// exponential backoff (100 ms doubling to at most 5 s). Cancels reach workers through a
+    /// pub/sub subscription that `PING`s its server every 5 s; on a cluster it subscribes on
+    /// one node, which receives every node's `PUBLISH`.
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), mcp_tasks::backend::redis::RedisBackendError> {
@@ -262,26 +265,15 @@ impl RedisBackend {
             url: shown.clone(),
             source,
         };
-        let client =
-            redis::Client::open(client_url.as_str()).map_err(|e| RedisBackendError::BadUrl {
-                url: shown.clone(),
-                why: e.to_string(),
-            })?;
-        // Redis answers a script in well under a millisecond, but a busy client runtime
-        // (a worker at full concurrency) can take longer than the client's 500 ms default
-        // to read the answer; a spurious timeout would fail a submit.
-        let config =
-            redis::aio::ConnectionManagerConfig::new().set_response_timeout(Some(RESPONSE_TIMEOUT));
-        let mut conn = ConnectionManager::new_with_config(client.clone(), config)
-            .await
-            .map_err(connect_error)?;
+        let connections = connection::Connections::open(&client_url, &options, &shown).await?;
+        let mut conn = connections.shared();
         let prefix = options.key_prefix();
         let queue_key = format!("{prefix}:r");
         Self::check_memory_policy(&mut conn, &shown).await?;
         let listeners = events::Listeners::default();
         let stop = CancellationToken::new();
         events::subscribe(
-            client.clone(),
+            connections.subscriber(),
             format!("{prefix}:ev"),
             Arc::clone(&listeners),
             stop.clone(),
@@ -289,9 +281,7 @@ impl RedisBackend {
         .await
         .map_err(connect_error)?;
         Ok(Self {
-            client,
-            conn,
-            blocking: Mutex::new(Vec::new()),
+            connections,
             scripts: scripts::Scripts::new(),
             prefix,
             queue_key,
@@ -351,7 +341,7 @@ impl RedisBackend {
     /// Refuses a Redis that may evict keys (`INFO memory` answers even where `CONFIG` is
     /// disabled, as on some managed services).
     async fn check_memory_policy(
-        conn: &mut ConnectionManager,
+        conn: &mut connection::Shared,
         url: &str,
     ) -> Result<(), RedisBackendError> {
         let info: String = redis::cmd("INFO")
@@ -386,7 +376,7 @@ impl RedisBackend {
         for arg in args {
             invocation.arg(*arg);
         }
-        let mut conn = self.conn.clone();
+        let mut conn = self.connections.shared();
         invocation
             .invoke_async::<Value>(&mut conn)
             .await
@@ -575,17 +565,7 @@ impl RedisBackend {
     /// Waits (on a connection of its own) until a run is queued after wake-up `last`, or
     /// `wait` passes.
     async fn wait_after(&self, last: &str, wait: Duration) -> Result<(), BackendError> {
-        let pooled = lock(&self.blocking).pop();
-        let mut conn = match pooled {
-            Some(conn) => conn,
-            None => {
-                let config = AsyncConnectionConfig::new().set_response_timeout(None);
-                self.client
-                    .get_multiplexed_async_connection_with_config(&config)
-                    .await
-                    .map_err(unavailable)?
-            }
-        };
+        let mut conn = self.connections.blocking(wait).await.map_err(unavailable)?;
         let block_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1);
         let _: Value = redis::cmd("XREAD")
             .arg("COUNT")
@@ -599,7 +579,7 @@ impl RedisBackend {
             .await
             .map_err(unavailable)?;
         // Only a connection whose wait finished goes back (a dropped wait drops it).
-        lock(&self.blocking).push(conn);
+        self.connections.give_back(conn);
         Ok(())
     }
 
