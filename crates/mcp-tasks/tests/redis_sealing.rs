@@ -382,7 +382,10 @@ async fn without_a_key_a_context_moved_onto_another_owners_task_fails_it() {
     let prefix = server.key_prefix();
     let moved = stored(redis.url(), prefix, &alices.id, "ctx").await;
     overwrite(redis.url(), prefix, &bobs.id, "ctx", &moved).await;
-    server.release(&bobs.owner, &bobs.id).await.expect("release");
+    server
+        .release(&bobs.owner, &bobs.id)
+        .await
+        .expect("release");
     let message = expect_failed_at_claim(&server, &server, &bobs).await;
     assert!(message.contains("do not belong"), "{message}");
 }
