@@ -180,9 +180,23 @@ impl Fleet {
         }
     }
 
-    /// How many runs workers hold (pending deliveries of the queue's stream).
+    /// How many runs workers hold: the queue's leases (`<prefix>:l`, a sorted set), or in
+    /// the stream layout the pending deliveries of `<prefix>:q`.
     async fn held(&self) -> i64 {
         let mut redis = self.observer().await;
+        let leases = format!("{}:l", self.prefix);
+        let layout: String = redis::cmd("TYPE")
+            .arg(&leases)
+            .query_async(&mut redis)
+            .await
+            .unwrap_or_default();
+        if layout == "zset" {
+            return redis::cmd("ZCARD")
+                .arg(&leases)
+                .query_async(&mut redis)
+                .await
+                .unwrap_or(0);
+        }
         let reply: redis::Value = redis::cmd("XPENDING")
             .arg(format!("{}:q", self.prefix))
             .arg("workers")
