@@ -949,8 +949,8 @@ async fn chaos_d_redis_stopped_gracefully_with_aof_everysec_loses_no_task() {
 }
 
 /// e. One anonymous caller (`clientInfo.name = "flooder"`) submits 10× its quota of
-/// `sleep_task(3)` while another (`"patient"`) runs 1,000 mixed tasks, never more than half
-/// its quota at once. The flooder's excess gets -32000 naming
+/// `sleep_task(3)` while another (`"patient"`) runs 1,000 mixed tasks, four at a time (its
+/// fair half of the run slots). The flooder's excess gets -32000 naming
 /// `MCP_TASKS_MAX_TASKS_PER_CALLER` and creates no task; every patient task ends right,
 /// each within one of the flooder's run durations (plus margin) of its submission, though
 /// the flooder's backlog alone would take many run durations (fair queue).
@@ -958,13 +958,16 @@ async fn chaos_d_redis_stopped_gracefully_with_aof_everysec_loses_no_task() {
 async fn chaos_e_a_flood_over_the_quota_is_refused_and_others_run_on_time() {
     const QUOTA: usize = 40;
     const FLOOD_RUN: Duration = Duration::from_secs(3);
+    // The patient caller's tasks in flight at once: its fair half of the 8 run slots.
+    const PATIENT_WINDOW: usize = 4;
     let _serial = SERIAL.lock().await;
     let quota = QUOTA.to_string();
     let fleet = Fleet::start(Spec {
         name: "flood",
         fsync: AppendFsync::Always,
-        // 2 workers x 2: the flooder's 40 runs of 3 s are a 30 s backlog first in, first out.
-        concurrency: 2,
+        // 2 workers x 4 slots: the flooder's 40 runs of 3 s are a 15 s backlog first in,
+        // first out.
+        concurrency: 4,
         server_env: &[("MCP_TASKS_MAX_TASKS_PER_CALLER", quota.as_str())],
     })
     .await;
@@ -1017,8 +1020,8 @@ async fn chaos_e_a_flood_over_the_quota_is_refused_and_others_run_on_time() {
         "most of the flood is refused: {refusals}"
     );
 
-    // The patient caller: 1,000 mixed tasks, at most half its quota live at once; each must
-    // end within one flood run (plus margin) of its submission.
+    // The patient caller: 1,000 mixed tasks, PATIENT_WINDOW at once; each must end within one
+    // flood run (plus margin) of its submission.
     let plan = Plan {
         window: 0..0,
         cancels: false,
@@ -1042,7 +1045,7 @@ async fn chaos_e_a_flood_over_the_quota_is_refused_and_others_run_on_time() {
                 (i, outcome, submitted.elapsed())
             }
         })
-        .buffer_unordered(QUOTA / 2)
+        .buffer_unordered(PATIENT_WINDOW)
         .collect()
         .await;
     let mut completed = 0;
