@@ -183,7 +183,7 @@ impl PersistentRedis {
         let script = format!(
             "redis-server --port {port} --bind 127.0.0.1 --dir '{dir}' --appendonly yes \
              --appendfsync {fsync} --save '' --daemonize no --loglevel warning & pid=$!; \
-             read signal; kill -${{signal:-TERM}} $pid; wait $pid",
+             read signal; kill -${{signal:-TERM}} $pid; wait $pid 2>/dev/null",
             port = self.port,
             dir = self.dir.display(),
             fsync = self.fsync.as_str(),
