@@ -27,6 +27,7 @@
 //! | `child_multiply(a, b)` | `a * b`, on the mounted child | optional |
 //! | `child_echo(message)` | `message`, on the mounted child | forbidden |
 //! | `count_task(key, millis)` | waits `millis`, records a run of `key` in `MCP_DEMO_LEDGER`, `"counted <key>"`; idempotent | optional |
+//! | `once_task(key, millis)` | waits `millis` (cancellable), then records one run of `key` in `MCP_DEMO_LEDGER` as `once <key>`, `"done <key>"`; not idempotent | optional |
 //! | `confirm_task(value)` | asks the client to confirm (one input round), then `value * 2` | optional |
 //! | `ask_name()` | asks the user's name (an input round), then `"Hello, <name>!"` | optional |
 //!
@@ -460,6 +461,23 @@ async fn count_task(
     Ok(format!("counted {key}"))
 }
 
+/// Waits `millis` (cancellable), then appends `once <key>\n` to the file `MCP_DEMO_LEDGER`
+/// names (if any) and answers `"done <key>"`: a side effect per execution. Not idempotent,
+/// so a run lost with its worker is not started again (the task fails instead).
+async fn once_task(
+    cx: Context,
+    Args(Count { key, millis }): Args<Count>,
+) -> Result<String, ToolError> {
+    tokio::select! {
+        () = tokio::time::sleep(Duration::from_millis(millis.min(60_000))) => {}
+        () = cx.cancellation().cancelled() => return Err(ToolError::new("cancelled")),
+    }
+    if !record_in_ledger(&format!("once {key}")) {
+        return Err(ToolError::new("cannot write the ledger (MCP_DEMO_LEDGER)"));
+    }
+    Ok(format!("done {key}"))
+}
+
 /// Asks the client to confirm (`{"ok": "yes"}`), then answers `value * 2`.
 async fn confirm_task(
     cx: Context,
@@ -505,6 +523,11 @@ fn add_distributed_demo_tools(parent: &Server) -> Result<(), ServerError> {
         ToolDef::new("count_task", count_task)
             .description("Records a run of `key` (idempotent)")
             .annotations(mcpkit::types::ToolAnnotations::new().idempotent(true))
+            .task(true),
+    )?;
+    parent.add_tool(
+        ToolDef::new("once_task", once_task)
+            .description("Records one run of `key` per execution (not idempotent)")
             .task(true),
     )?;
     parent.add_tool(

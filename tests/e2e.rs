@@ -12,13 +12,14 @@ use test_helpers::{
     wire::WireLog,
 };
 
-const EXPECTED_TOOLS: [&str; 9] = [
+const EXPECTED_TOOLS: [&str; 10] = [
     "add",
     "ask_name",
     "child_echo",
     "child_multiply",
     "confirm_task",
     "count_task",
+    "once_task",
     "parent_tool",
     "required_task",
     "sleep_task",

@@ -9,7 +9,10 @@
 //! * [`middleware`]: recording middleware (`CallTrace`, `HookRecorder`) and the shared `Log`;
 //! * [`reply`]: unwrapping `tools/call` replies with failure messages that say what went wrong;
 //! * [`backend_conformance`]: the conformance suite every `TaskBackend` must pass;
+//! * [`fault_proxy`]: a TCP proxy that delays, blackholes, cuts or refuses connections on
+//!   command, in front of a Redis or any server;
 //! * [`redis`]: a disposable `redis-server` (or `MCP_TEST_REDIS_URL`'s) for the Redis suites;
+//! * [`redis_persistent`]: a restartable `redis-server` with AOF, to kill and start again;
 //! * [`tasks`]: in-process task drivers (`submit_task`, `wait_for_task`, `run_task`...) with an optional caller and opt-in settings;
 //! * [`wire`]: a stdio tee and a recording HTTP proxy that keep the raw JSON a server sends;
 //! * [`schema`]: validation of that JSON against the official MCP 2026-07-28 and Tasks
@@ -20,10 +23,12 @@
 pub mod auth_server;
 pub mod backend_conformance;
 pub mod client;
+pub mod fault_proxy;
 pub mod fuzz;
 pub mod http;
 pub mod middleware;
 pub mod redis;
+pub mod redis_persistent;
 pub mod reply;
 pub mod schema;
 pub mod tasks;
