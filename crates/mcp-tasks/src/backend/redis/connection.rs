@@ -318,6 +318,9 @@ impl Connections {
             (Shared::Cluster(conn), Target::Cluster(blocking_client))
         } else {
             let client = clients[0].clone();
+            // Redis answers a script in well under a millisecond, but a busy client runtime
+            // (a worker at full concurrency) can take longer than the client's 500 ms default
+            // to read the answer: the configured timeout (10 s by default) applies instead.
             let config = ConnectionManagerConfig::new()
                 .set_response_timeout(Some(options.response_timeout))
                 .set_connection_timeout(Some(CONNECT_TIMEOUT))
