@@ -309,12 +309,14 @@ impl Worker {
         let permits = Arc::new(Semaphore::new(self.concurrency));
         let stopped = CancellationToken::new();
         let lease = self.backend.lease();
-        let margin = lease.saturating_sub(self.heartbeat);
+        // At least three heartbeats per lease, whatever was configured.
+        let every = self.heartbeat.min(lease / 3).max(Duration::from_millis(1));
+        let margin = lease.saturating_sub(every);
         let watcher = tokio::spawn(watch(
             Arc::clone(&self.backend),
             self.backend.events(&self.id),
             Arc::clone(&running),
-            self.heartbeat,
+            every,
             stopped.clone(),
         ));
         let sweeper = self
