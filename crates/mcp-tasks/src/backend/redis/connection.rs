@@ -183,10 +183,10 @@ impl ConnectionLike for Blocking {
 
 /// Where blocking connections come from.
 enum Target {
-    Single(redis::Client),
+    Single(Box<redis::Client>),
     /// A client whose connections have no response timeout of their own ([`Blocking`]
     /// bounds each wait).
-    Cluster(ClusterClient),
+    Cluster(Box<ClusterClient>),
 }
 
 /// The clients the cancel subscription connects with: the one Redis, or each seed node of
@@ -315,7 +315,10 @@ impl Connections {
                 .await
                 .unwrap_or_else(|_| Err(timed_out(limit)))
                 .map_err(connect_error)?;
-            (Shared::Cluster(conn), Target::Cluster(blocking_client))
+            (
+                Shared::Cluster(conn),
+                Target::Cluster(Box::new(blocking_client)),
+            )
         } else {
             let client = clients[0].clone();
             // Redis answers a script in well under a millisecond, but a busy client runtime
@@ -331,7 +334,7 @@ impl Connections {
             let conn = ConnectionManager::new_with_config(client.clone(), config)
                 .await
                 .map_err(connect_error)?;
-            (Shared::Single(conn), Target::Single(client))
+            (Shared::Single(conn), Target::Single(Box::new(client)))
         };
         Ok(Self {
             shared,
