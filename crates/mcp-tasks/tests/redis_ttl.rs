@@ -184,5 +184,8 @@ async fn no_task_key_outlives_its_ttl() {
         .query_async(&mut redis)
         .await
         .expect("KEYS");
-    assert!(counts.is_empty(), "per-caller counts outlived their tasks: {counts:?}");
+    assert!(
+        counts.is_empty(),
+        "per-caller counts outlived their tasks: {counts:?}"
+    );
 }

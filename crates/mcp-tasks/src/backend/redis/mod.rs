@@ -439,7 +439,12 @@ impl RedisBackend {
         let reply = self
             .run(
                 &self.scripts.claim,
-                &[worker.as_str(), &max.to_string(), &self.lease_ms(), claim_id],
+                &[
+                    worker.as_str(),
+                    &max.to_string(),
+                    &self.lease_ms(),
+                    claim_id,
+                ],
             )
             .await?;
         let mut parts = items(reply, "claim")?.into_iter();
@@ -581,7 +586,9 @@ impl TaskBackend for RedisBackend {
         }
         let context = self.seal_context(&task.id, &task.context);
         let caller = self.caller_tag(&task.caller);
-        let release_ms = whole_ms(self.lease * RELEASE_AFTER_LEASES).max(1).to_string();
+        let release_ms = whole_ms(self.lease * RELEASE_AFTER_LEASES)
+            .max(1)
+            .to_string();
         let max_per_caller = self.limits.max_tasks_per_caller.to_string();
         let max_tasks = self.limits.max_tasks.to_string();
         let max_kept = self.limits.max_kept.to_string();
@@ -856,10 +863,7 @@ impl TaskBackend for RedisBackend {
                     &[&batch, &error, LOST_WORKER_MESSAGE],
                 )
                 .await?;
-            let seen = items(reply, "recover")?
-                .first()
-                .and_then(uint)
-                .unwrap_or(0);
+            let seen = items(reply, "recover")?.first().and_then(uint).unwrap_or(0);
             if seen < u64::try_from(RECOVER_BATCH).unwrap_or(u64::MAX) {
                 break;
             }
