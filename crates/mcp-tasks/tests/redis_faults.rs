@@ -99,7 +99,7 @@ async fn scope2_a_released_task_is_not_released_twice_by_the_sweeper() {
     let deadline = Instant::now() + LEASE * 2;
     while Instant::now() < deadline {
         backend
-            .heartbeat(&[run.lease.clone()])
+            .heartbeat(std::slice::from_ref(&run.lease))
             .await
             .expect("heartbeat");
         backend.expire().await.expect("expire");
