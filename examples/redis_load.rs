@@ -11,13 +11,25 @@
 //! |---|---|
 //! | submit | `submit` + `release` of `--tasks` tasks by `--callers` concurrent callers on one backend handle |
 //! | get | `--gets` sequential `get`s of stored tasks (p50, p99) |
-//! | drain, N workers | `--tasks` queued tasks, then N worker processes (Redis) or N `Worker`s in this process (memory), each `--concurrency` runs at once: from the moment all workers have started until the queue stream is empty (Redis: each completion deletes its entry) or the tool has run `--tasks` times (memory); every task is then checked `completed`, untimed |
+//! | drain, N workers | `--tasks` queued tasks, then N worker processes (Redis) or N `Worker`s in this process (memory), each `--concurrency` runs at once: from the moment all workers have started until the workers have recorded `--tasks` completions (Redis: each worker process reports its `complete`s that returned) or the tool has run `--tasks` times (memory); every task is then checked `completed`, untimed |
 //!
 //! The tool is `multiply(a, b) -> a * b`, run through the worker's whole path (claim, the
 //! tool call on its server, `complete`). Every task is checked `completed` at the end of a
 //! drain. The machine's cores are shared by Redis, the workers and this driver.
+//!
+//! On Redis, each phase also prints what it cost Redis (`cost` lines), from `INFO cpu`,
+//! `INFO stats` and `INFO commandstats` read just before and just after the phase: Redis CPU
+//! (`used_cpu_user + used_cpu_sys`) per operation, bytes into and out of Redis
+//! (`total_net_input_bytes`, `total_net_output_bytes`) per operation, and the commands run
+//! per operation (a script's own commands are counted too, under their names). The
+//! operation is a submitted task (`submit` + `release`), a `get`, or a completed task (the
+//! workers' claims, completions, heartbeats and idle blocking reads during the drain). What
+//! the readings themselves cost is measured once at the start and taken off. Only the
+//! public `TaskBackend` API is driven; nothing here depends on the engine's keys.
 
 use std::{
+    collections::BTreeMap,
+    io::Write as _,
     process::Stdio,
     sync::{
         Arc,
@@ -33,14 +45,17 @@ use mcpkit::{
     tasks::{
         TasksConfig, Worker,
         backend::{
-            NewTask, Owner, TaskBackend, TaskLimits,
+            BackendError, CancelAck, Claimed, InputRound, Lease, LeaseState, NewTask, Owner,
+            TaskBackend, TaskLimits, TaskView, UpdateAck, WorkerEvent, WorkerId, WriteAck,
             memory::MemoryBackend,
             redis::{RedisBackend, RedisOptions},
         },
+        connect,
     },
-    types::TaskStatus,
+    types::{InputResponses, TaskStatus},
 };
 use serde::Deserialize;
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio_util::sync::CancellationToken;
 
@@ -189,31 +204,272 @@ async fn all_completed(backend: &Arc<dyn TaskBackend>, ids: &[String]) -> Result
     Ok(())
 }
 
+/// The worker process's backend: the real one, plus a report of every `complete` that
+/// returned, so the driver can tell when a drain is over without looking at the engine's
+/// keys.
+struct Reporting {
+    inner: Arc<dyn TaskBackend>,
+    completed: tokio::sync::mpsc::UnboundedSender<()>,
+}
+
+#[async_trait::async_trait]
+impl TaskBackend for Reporting {
+    async fn submit(&self, task: NewTask) -> Result<TaskView, BackendError> {
+        self.inner.submit(task).await
+    }
+    async fn release(&self, owner: &Owner, id: &str) -> Result<(), BackendError> {
+        self.inner.release(owner, id).await
+    }
+    async fn get(&self, owner: &Owner, id: &str) -> Result<Option<TaskView>, BackendError> {
+        self.inner.get(owner, id).await
+    }
+    async fn deliver_input(
+        &self,
+        owner: &Owner,
+        id: &str,
+        responses: InputResponses,
+    ) -> Result<Option<UpdateAck>, BackendError> {
+        self.inner.deliver_input(owner, id, responses).await
+    }
+    async fn cancel(&self, owner: &Owner, id: &str) -> Result<Option<CancelAck>, BackendError> {
+        self.inner.cancel(owner, id).await
+    }
+    async fn claim(
+        &self,
+        worker: &WorkerId,
+        max: usize,
+        wait: Duration,
+    ) -> Result<Vec<Claimed>, BackendError> {
+        self.inner.claim(worker, max, wait).await
+    }
+    async fn heartbeat(&self, leases: &[Lease]) -> Result<Vec<LeaseState>, BackendError> {
+        self.inner.heartbeat(leases).await
+    }
+    async fn complete(&self, lease: &Lease, result: Value) -> Result<WriteAck, BackendError> {
+        let ack = self.inner.complete(lease, result).await;
+        if ack.is_ok() {
+            let _ = self.completed.send(());
+        }
+        ack
+    }
+    async fn fail(&self, lease: &Lease, error: Value) -> Result<WriteAck, BackendError> {
+        self.inner.fail(lease, error).await
+    }
+    async fn set_status_message(
+        &self,
+        lease: &Lease,
+        message: String,
+    ) -> Result<WriteAck, BackendError> {
+        self.inner.set_status_message(lease, message).await
+    }
+    async fn request_input(
+        &self,
+        lease: &Lease,
+        round: InputRound,
+    ) -> Result<WriteAck, BackendError> {
+        self.inner.request_input(lease, round).await
+    }
+    async fn hand_back(&self, lease: &Lease) -> Result<WriteAck, BackendError> {
+        self.inner.hand_back(lease).await
+    }
+    async fn expire(&self) -> Result<Duration, BackendError> {
+        self.inner.expire().await
+    }
+    fn events(
+        &self,
+        worker: &WorkerId,
+    ) -> Option<tokio::sync::mpsc::UnboundedReceiver<WorkerEvent>> {
+        self.inner.events(worker)
+    }
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        self.inner.changes()
+    }
+    fn lease(&self) -> Duration {
+        self.inner.lease()
+    }
+    fn sweeper_wakeup(&self) -> Option<Arc<tokio::sync::Notify>> {
+        self.inner.sweeper_wakeup()
+    }
+}
+
+/// A worker process: the worker `Worker::from_config` builds, on a backend that reports its
+/// completions as `completed N` lines on stdout (batched as they come).
 async fn run_worker_process(url: &str, concurrency: usize) -> Result<(), Error> {
     let config = TasksConfig::default()
         .with_url(url)
         .with_concurrency(concurrency);
-    let worker = Worker::from_config(tool_server(Arc::default())?, &config).await?;
+    let connected = connect(&config).await?;
+    let (completed, mut reports) = tokio::sync::mpsc::unbounded_channel();
+    let backend = Arc::new(Reporting {
+        inner: Arc::clone(&connected.backend),
+        completed,
+    });
+    let worker = Worker::new(tool_server(Arc::default())?, backend)
+        .with_concurrency(config.concurrency)
+        .with_heartbeat(connected.heartbeat())
+        .with_grace(Duration::from_secs(30))
+        .with_sweeper(true);
+    tokio::spawn(async move {
+        let mut batch = Vec::new();
+        while reports.recv_many(&mut batch, 4096).await > 0 {
+            let mut out = std::io::stdout().lock();
+            if writeln!(out, "completed {}", batch.len()).is_err() {
+                return;
+            }
+            batch.clear();
+        }
+    });
     eprintln!("ready");
     worker.run_until_signal().await;
     Ok(())
 }
 
-/// Redis' own CPU time so far (`INFO cpu`: user + sys of the server's main thread and
-/// children), in seconds.
-async fn redis_cpu(redis: &mut redis::aio::MultiplexedConnection) -> Result<f64, Error> {
-    let info: String = redis::cmd("INFO").arg("cpu").query_async(redis).await?;
-    Ok(info
-        .lines()
-        .filter_map(|line| line.split_once(':'))
-        .filter(|(name, _)| matches!(*name, "used_cpu_sys" | "used_cpu_user"))
-        .filter_map(|(_, value)| value.trim().parse::<f64>().ok())
-        .sum())
+/// One reading of Redis' counters.
+#[derive(Debug, Clone, Default)]
+struct Reading {
+    /// `used_cpu_user + used_cpu_sys`, seconds.
+    cpu: f64,
+    /// `total_net_input_bytes`.
+    bytes_in: u64,
+    /// `total_net_output_bytes`.
+    bytes_out: u64,
+    /// `INFO commandstats`: command → (calls, usec).
+    commands: BTreeMap<String, (u64, u64)>,
 }
 
-/// Drains `tasks` queued tasks with `workers` worker processes; returns tasks/s and the
-/// share of one core Redis used meanwhile.
-async fn drain_redis(cli: &Cli, workers: usize) -> Result<(f64, f64), Error> {
+/// What one phase cost Redis: a reading's growth.
+#[derive(Debug, Clone, Default)]
+struct Cost {
+    cpu: f64,
+    bytes_in: f64,
+    bytes_out: f64,
+    commands: BTreeMap<String, (u64, u64)>,
+}
+
+fn info_fields(info: &str) -> impl Iterator<Item = (&str, &str)> {
+    info.lines()
+        .filter_map(|line| line.trim_end().split_once(':'))
+}
+
+/// Reads Redis' CPU, network and command counters (three `INFO`s, which any Redis since
+/// 2.6 answers).
+async fn read_redis(redis: &mut redis::aio::MultiplexedConnection) -> Result<Reading, Error> {
+    let mut reading = Reading::default();
+    let cpu: String = redis::cmd("INFO").arg("cpu").query_async(redis).await?;
+    for (name, value) in info_fields(&cpu) {
+        if matches!(name, "used_cpu_sys" | "used_cpu_user") {
+            reading.cpu += value.parse::<f64>().unwrap_or(0.0);
+        }
+    }
+    let stats: String = redis::cmd("INFO").arg("stats").query_async(redis).await?;
+    for (name, value) in info_fields(&stats) {
+        match name {
+            "total_net_input_bytes" => reading.bytes_in = value.parse().unwrap_or(0),
+            "total_net_output_bytes" => reading.bytes_out = value.parse().unwrap_or(0),
+            _ => {}
+        }
+    }
+    let commands: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(redis)
+        .await?;
+    // cmdstat_evalsha:calls=2,usec=87,usec_per_call=43.50,rejected_calls=0,failed_calls=0
+    for (name, value) in info_fields(&commands) {
+        let Some(command) = name.strip_prefix("cmdstat_") else {
+            continue;
+        };
+        let field = |key: &str| {
+            value
+                .split(',')
+                .filter_map(|pair| pair.split_once('='))
+                .find(|(k, _)| *k == key)
+                .and_then(|(_, v)| v.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        reading
+            .commands
+            .insert(command.to_owned(), (field("calls"), field("usec")));
+    }
+    Ok(reading)
+}
+
+impl Cost {
+    /// `after - before`, less `overhead` (what a pair of readings costs by itself); the
+    /// readings' own `INFO` calls are left out of the commands.
+    fn between(before: &Reading, after: &Reading, overhead: &Cost) -> Cost {
+        let mut commands = BTreeMap::new();
+        for (name, &(calls, usec)) in &after.commands {
+            if name == "info" {
+                continue;
+            }
+            let (calls0, usec0) = before.commands.get(name).copied().unwrap_or_default();
+            if calls > calls0 {
+                commands.insert(name.clone(), (calls - calls0, usec.saturating_sub(usec0)));
+            }
+        }
+        Cost {
+            cpu: (after.cpu - before.cpu - overhead.cpu).max(0.0),
+            bytes_in: (after.bytes_in.saturating_sub(before.bytes_in) as f64 - overhead.bytes_in)
+                .max(0.0),
+            bytes_out: (after.bytes_out.saturating_sub(before.bytes_out) as f64
+                - overhead.bytes_out)
+                .max(0.0),
+            commands,
+        }
+    }
+
+    /// The cost of two readings in a row, with nothing else going on.
+    async fn of_readings(redis: &mut redis::aio::MultiplexedConnection) -> Result<Cost, Error> {
+        let mut samples = Vec::new();
+        for _ in 0..5 {
+            let before = read_redis(redis).await?;
+            let after = read_redis(redis).await?;
+            samples.push(Cost::between(&before, &after, &Cost::default()));
+        }
+        let n = samples.len() as f64;
+        Ok(Cost {
+            cpu: samples.iter().map(|c| c.cpu).sum::<f64>() / n,
+            bytes_in: samples.iter().map(|c| c.bytes_in).sum::<f64>() / n,
+            bytes_out: samples.iter().map(|c| c.bytes_out).sum::<f64>() / n,
+            commands: BTreeMap::new(),
+        })
+    }
+
+    /// One `cost` line: per operation, Redis CPU, bytes in and out, and the commands run
+    /// (most CPU first).
+    fn line(&self, phase: &str, ops: usize, per: &str) -> String {
+        let n = ops.max(1) as f64;
+        let mut commands: Vec<_> = self.commands.iter().collect();
+        commands.sort_by_key(|(_, (_, usec))| std::cmp::Reverse(*usec));
+        let commands: Vec<String> = commands
+            .iter()
+            .filter(|(_, (calls, _))| *calls as f64 / n >= 0.005)
+            .map(|(name, (calls, usec))| {
+                format!(
+                    "{name} {:.2} ({:.1} us)",
+                    *calls as f64 / n,
+                    *usec as f64 / n
+                )
+            })
+            .collect();
+        format!(
+            "redis: cost {phase}: {:.1} us Redis CPU, {:.0} B in, {:.0} B out per {per} ({ops} ops); commands per {per}: {}",
+            self.cpu * 1e6 / n,
+            self.bytes_in / n,
+            self.bytes_out / n,
+            commands.join(", ")
+        )
+    }
+}
+
+/// Drains `tasks` queued tasks with `workers` worker processes; returns tasks/s, the share
+/// of one core Redis used meanwhile, and what the drain cost Redis.
+async fn drain_redis(
+    cli: &Cli,
+    workers: usize,
+    redis: &mut redis::aio::MultiplexedConnection,
+    overhead: &Cost,
+) -> Result<(f64, f64, Cost), Error> {
     let url = format!(
         "{}?queue=load-{}-{workers}",
         cli.url.trim_end_matches('/'),
@@ -227,14 +483,11 @@ async fn drain_redis(cli: &Cli, workers: usize) -> Result<(f64, f64), Error> {
         .await?,
     );
     let (ids, _) = submit_all(&backend, cli.tasks, cli.callers).await?;
-    let mut redis = redis::Client::open(cli.url.as_str())?
-        .get_multiplexed_async_connection()
-        .await?;
-    let prefix = RedisOptions::default().from_url(&url)?.1.key_prefix();
-    let (cpu_before, cpu_clock) = (redis_cpu(&mut redis).await?, Instant::now());
+    let (before, cpu_clock) = (read_redis(redis).await?, Instant::now());
     let exe = std::env::current_exe()?;
     let mut children = Vec::new();
     let mut ready = Vec::new();
+    let (reports, mut completions) = tokio::sync::mpsc::unbounded_channel::<usize>();
     for _ in 0..workers {
         let mut child = tokio::process::Command::new(&exe)
             .args([
@@ -243,56 +496,66 @@ async fn drain_redis(cli: &Cli, workers: usize) -> Result<(f64, f64), Error> {
                 "--concurrency",
                 &cli.concurrency.to_string(),
             ])
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()?;
         let stderr = child.stderr.take().ok_or("no stderr")?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
         let mut lines = BufReader::new(stderr).lines();
         ready.push(tokio::spawn(async move {
             while let Ok(Some(line)) = lines.next_line().await {
                 if line == "ready" {
+                    // Keep reading so the child never blocks on a full pipe.
+                    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
                     return Instant::now();
                 }
             }
             Instant::now()
         }));
+        let reports = reports.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stdout).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(n) = line.strip_prefix("completed ").and_then(|n| n.parse().ok()) {
+                    let _ = reports.send(n);
+                }
+            }
+        });
         children.push(child);
     }
+    drop(reports);
     let mut started = None::<Instant>;
     for handle in ready {
         let at = handle.await?;
         started = Some(started.map_or(at, |s| s.max(at)));
     }
     let started = started.ok_or("no worker")?;
-    // Timed on the queue: a completed run leaves the queue (the ready set and the leases;
-    // engines before fair queueing: the stream) with its completion.
-    loop {
-        let (stream, ready, leased): (u64, u64, u64) = redis::pipe()
-            .xlen(format!("{prefix}:q"))
-            .zcard(format!("{prefix}:r"))
-            .zcard(format!("{prefix}:l"))
-            .query_async(&mut redis)
-            .await?;
-        if stream + ready + leased == 0 {
-            break;
+    // Timed on the workers' completions: a drain is over when every task's `complete` has
+    // returned in some worker.
+    let mut done = 0;
+    while done < cli.tasks {
+        match completions.recv().await {
+            Some(n) => done += n,
+            None => return Err(format!("the workers stopped after {done} completions").into()),
         }
-        tokio::time::sleep(Duration::from_millis(2)).await;
     }
     let elapsed = started.elapsed().as_secs_f64();
-    let redis_share =
-        (redis_cpu(&mut redis).await? - cpu_before) / cpu_clock.elapsed().as_secs_f64();
+    let after = read_redis(redis).await?;
+    let redis_share = (after.cpu - before.cpu) / cpu_clock.elapsed().as_secs_f64();
     let rate = cli.tasks as f64 / elapsed;
     all_completed(&backend, &ids).await?;
     for child in &mut children {
         child.start_kill()?;
         let _ = child.wait().await;
     }
-    Ok((rate, redis_share))
+    Ok((rate, redis_share, Cost::between(&before, &after, overhead)))
 }
 
 /// The same drain on the memory engine, with `workers` `Worker`s in this process.
 async fn drain_memory(cli: &Cli, workers: usize) -> Result<f64, Error> {
-    let backend: Arc<dyn TaskBackend> = Arc::new(MemoryBackend::new());
+    let backend: Arc<dyn TaskBackend> =
+        Arc::new(MemoryBackend::new().with_limits(TaskLimits::unlimited()));
     let (ids, _) = submit_all(&backend, cli.tasks, cli.callers).await?;
     let stop = CancellationToken::new();
     let runs = Arc::new(AtomicUsize::new(0));
@@ -329,6 +592,10 @@ async fn main() -> Result<(), Error> {
         cli.concurrency,
         std::thread::available_parallelism().map_or(0, usize::from)
     );
+    let mut redis = redis::Client::open(cli.url.as_str())?
+        .get_multiplexed_async_connection()
+        .await?;
+    let overhead = Cost::of_readings(&mut redis).await?;
     for engine in ["redis", "memory"] {
         let backend: Arc<dyn TaskBackend> = if engine == "redis" {
             let url = format!(
@@ -340,18 +607,35 @@ async fn main() -> Result<(), Error> {
             let options = RedisOptions::default().with_limits(TaskLimits::unlimited());
             Arc::new(RedisBackend::connect_with(&url, options).await?)
         } else {
-            Arc::new(MemoryBackend::new())
+            Arc::new(MemoryBackend::new().with_limits(TaskLimits::unlimited()))
         };
+        let before = read_redis(&mut redis).await?;
         let (ids, rate) = submit_all(&backend, cli.tasks, cli.callers).await?;
+        let submitted = read_redis(&mut redis).await?;
         println!("{engine}: submit {rate:.0} tasks/s");
         let (p50, p99) = gets(&backend, &ids, cli.gets).await?;
+        let got = read_redis(&mut redis).await?;
         println!("{engine}: get p50 {p50:?} p99 {p99:?}");
+        if engine == "redis" {
+            println!(
+                "{}",
+                Cost::between(&before, &submitted, &overhead).line("submit", cli.tasks, "task")
+            );
+            println!(
+                "{}",
+                Cost::between(&submitted, &got, &overhead).line("get", cli.gets, "get")
+            );
+        }
         for &workers in &cli.workers {
             if engine == "redis" {
-                let (rate, share) = drain_redis(&cli, workers).await?;
+                let (rate, share, cost) = drain_redis(&cli, workers, &mut redis, &overhead).await?;
                 println!(
                     "{engine}: drain with {workers} worker process(es): {rate:.0} completed/s (Redis busy {:.0} % of a core)",
                     share * 100.0
+                );
+                println!(
+                    "{}",
+                    cost.line(&format!("drain {workers}"), cli.tasks, "completed task")
                 );
             } else {
                 let rate = drain_memory(&cli, workers).await?;

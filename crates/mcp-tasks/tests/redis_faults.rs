@@ -64,7 +64,7 @@ fn note(error: &mcp_tasks::backend::BackendError) {
 }
 
 #[tokio::test]
-async fn scope2_a_task_never_released_is_released_by_the_sweeper_after_three_leases() {
+async fn scope2_a_task_never_released_is_released_by_the_sweeper_after_a_lease() {
     let backend = connect(&RedisServer::shared().queue_url("fallback")).await;
     let new = task(1);
     backend.submit(new.clone()).await.expect("submit");

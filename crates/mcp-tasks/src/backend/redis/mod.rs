@@ -30,7 +30,7 @@
 //! with one take turns. A claim holds its runs by a lease in `P:l`; heartbeats push its
 //! deadline, and [`expire`](TaskBackend::expire) takes lapsed leases and either starts the
 //! work again (attempts left, a new fence) or fails the task for a lost worker. It also
-//! releases a submitted task whose release never came within three leases (its server
+//! releases a submitted task whose release never came within a lease (its server
 //! died).
 //! All times come from the Redis server's clock.
 
@@ -70,10 +70,10 @@ pub const LOST_WORKER_MESSAGE: &str = "the worker running this task was lost";
 const RECOVER_BATCH: usize = 256;
 
 /// How many leases after its submission a task never released is released by the sweeper
-/// (its server died, or every release it tried failed). More than one: the submitting
-/// server retries its release for up to a lease, and a task submitted but not released is
-/// not run for at least two leases (the conformance suite pins this).
-const RELEASE_AFTER_LEASES: u32 = 3;
+/// (its server died, or every release it tried failed while Redis was unreachable). The
+/// submitting server retries its release for up to a lease, so the fallback takes over
+/// when that has run out, and the task runs within a sweep of Redis being back.
+const RELEASE_AFTER_LEASES: u32 = 1;
 
 /// The one `maxmemory-policy` that never evicts the engine's keys (they all carry TTLs, so
 /// even the `volatile-*` policies can evict them).
@@ -344,7 +344,8 @@ impl RedisBackend {
         conn: &mut connection::Shared,
         url: &str,
     ) -> Result<(), RedisBackendError> {
-        let info: String = redis::cmd("INFO")
+        // One text from a single Redis; one per node (a map) from a cluster.
+        let info: Value = redis::cmd("INFO")
             .arg("memory")
             .query_async(conn)
             .await
@@ -352,19 +353,26 @@ impl RedisBackend {
                 url: url.to_owned(),
                 source,
             })?;
-        match memory_policy(&info) {
-            Some(policy) if policy != SAFE_MEMORY_POLICY => {
-                Err(RedisBackendError::EvictionPolicy {
-                    url: url.to_owned(),
-                    policy: policy.to_owned(),
-                })
-            }
-            Some(_) => Ok(()),
-            None => {
-                tracing::warn!(%url, "Redis does not report its maxmemory-policy; it must be noeviction");
-                Ok(())
+        let texts: Vec<String> = match info {
+            Value::Map(nodes) => nodes.iter().filter_map(|(_, info)| text(info)).collect(),
+            single => text(&single).into_iter().collect(),
+        };
+        let mut reported = false;
+        for info in &texts {
+            if let Some(policy) = memory_policy(info) {
+                reported = true;
+                if policy != SAFE_MEMORY_POLICY {
+                    return Err(RedisBackendError::EvictionPolicy {
+                        url: url.to_owned(),
+                        policy: policy.to_owned(),
+                    });
+                }
             }
         }
+        if !reported {
+            tracing::warn!(%url, "Redis does not report its maxmemory-policy; it must be noeviction");
+        }
+        Ok(())
     }
 
     /// Runs a script. Its Lua is loaded again when Redis lost it (a restart, `SCRIPT FLUSH`).
