@@ -272,9 +272,11 @@ async fn thousand_tasks_survive_killed_workers() {
     let server_args = ["--tasks-url", url.as_str(), "--no-worker"];
     let worker_args = ["--tasks-url", url.as_str(), "--concurrency", "16"];
     let worker_env = [("MCP_DEMO_LEDGER", ledger_env.as_str())];
+    // One test client submits all 1,000: lift its per-caller quota above that.
+    let server_env = [("MCP_TASKS_MAX_TASKS_PER_CALLER", "100000")];
     let servers = [
-        common::spawn_demo_http_with(&server_args, &[]).await,
-        common::spawn_demo_http_with(&server_args, &[]).await,
+        common::spawn_demo_http_with(&server_args, &server_env).await,
+        common::spawn_demo_http_with(&server_args, &server_env).await,
     ];
     let mut workers = vec![
         common::spawn_demo_worker(&worker_args, &worker_env).await,

@@ -697,7 +697,9 @@ fn base64url_value(c: u8) -> Option<u32> {
 
 #[tokio::test]
 async fn r17_r18_a_thousand_task_ids_are_distinct_random_and_header_safe() {
-    let (server, _) = default_server();
+    // One caller submits all 1,000, faster than they finish: lift its quota.
+    let limits = mcpkit::tasks::backend::TaskLimits::default().with_max_tasks_per_caller(1000);
+    let (server, _) = build(TasksConfig::default().with_limits(limits));
     let running = running_task_server(&server).await.expect("start");
     let mut ids = Vec::with_capacity(1000);
     for n in 0..1000 {
