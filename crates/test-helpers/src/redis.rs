@@ -578,8 +578,8 @@ fn cluster_ok(port: u16) -> bool {
     false
 }
 
-/// Whether a Redis on loopback `port` answers `PING`.
-fn ping(port: u16) -> bool {
+/// Whether a Redis on loopback `port` answers `PING` with `PONG` (not `-LOADING`).
+pub(crate) fn ping(port: u16) -> bool {
     let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
         return false;
     };

@@ -16,7 +16,7 @@
 //! ```
 
 use std::{
-    io::{Read as _, Write as _},
+    io::Write as _,
     net::{SocketAddr, TcpListener, TcpStream},
     path::PathBuf,
     process::{Child, Command, Stdio},
@@ -24,7 +24,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::redis::HOW_TO_GET_REDIS;
+use crate::redis::{HOW_TO_GET_REDIS, ping};
 
 static DIRS: AtomicU64 = AtomicU64::new(0);
 
@@ -230,19 +230,6 @@ impl PersistentRedis {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-}
-
-/// Whether a Redis on loopback `port` answers `PING` with `PONG` (not `-LOADING`).
-fn ping(port: u16) -> bool {
-    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
-    if stream.write_all(b"PING\r\n").is_err() {
-        return false;
-    }
-    let mut reply = [0u8; 7];
-    stream.read_exact(&mut reply).is_ok() && &reply == b"+PONG\r\n"
 }
 
 impl Drop for PersistentRedis {
