@@ -95,14 +95,7 @@ impl RedisServer {
                 ca_file: None,
             };
         }
-        let mut last_error = String::new();
-        for _ in 0..3 {
-            match Self::spawn() {
-                Ok(server) => return server,
-                Err(error) => last_error = error,
-            }
-        }
-        panic!("could not start redis-server: {last_error}\n{HOW_TO_GET_REDIS}");
+        three_tries("redis-server", Self::spawn)
     }
 
     /// A Redis started here even when `MCP_TEST_REDIS_URL` is set: for tests that
@@ -114,14 +107,7 @@ impl RedisServer {
     /// assert!(redis.pid().is_some());
     /// ```
     pub fn start_local() -> RedisServer {
-        let mut last_error = String::new();
-        for _ in 0..3 {
-            match Self::spawn() {
-                Ok(server) => return server,
-                Err(error) => last_error = error,
-            }
-        }
-        panic!("could not start redis-server: {last_error}\n{HOW_TO_GET_REDIS}");
+        three_tries("redis-server", Self::spawn)
     }
 
     fn spawn() -> Result<RedisServer, String> {
@@ -176,14 +162,7 @@ impl RedisServer {
     /// assert!(redis.ca_file().is_some());
     /// ```
     pub fn start_tls() -> RedisServer {
-        let mut last_error = String::new();
-        for _ in 0..3 {
-            match Self::spawn_tls() {
-                Ok(server) => return server,
-                Err(error) => last_error = error,
-            }
-        }
-        panic!("could not start a TLS redis-server: {last_error}\n{HOW_TO_GET_REDIS}");
+        three_tries("a TLS redis-server", Self::spawn_tls)
     }
 
     fn spawn_tls() -> Result<RedisServer, String> {
@@ -443,14 +422,7 @@ impl RedisCluster {
     /// assert_eq!(cluster.nodes().len(), 3);
     /// ```
     pub fn start() -> RedisCluster {
-        let mut last_error = String::new();
-        for _ in 0..3 {
-            match Self::spawn() {
-                Ok(cluster) => return cluster,
-                Err(error) => last_error = error,
-            }
-        }
-        panic!("could not start a Redis Cluster: {last_error}\n{HOW_TO_GET_REDIS}");
+        three_tries("a Redis Cluster", Self::spawn)
     }
 
     fn spawn() -> Result<RedisCluster, String> {
@@ -576,6 +548,19 @@ fn cluster_ok(port: u16) -> bool {
         }
     }
     false
+}
+
+/// What `spawn` starts, tried up to three times (a free port can be taken meanwhile); panics
+/// with the last error and [`HOW_TO_GET_REDIS`] when every try failed.
+fn three_tries<T>(what: &str, spawn: impl Fn() -> Result<T, String>) -> T {
+    let mut last_error = String::new();
+    for _ in 0..3 {
+        match spawn() {
+            Ok(started) => return started,
+            Err(error) => last_error = error,
+        }
+    }
+    panic!("could not start {what}: {last_error}\n{HOW_TO_GET_REDIS}");
 }
 
 /// Whether a Redis on loopback `port` answers `PING` with `PONG` (not `-LOADING`).
