@@ -121,7 +121,7 @@ async fn the_scheduling_keys_hold_nothing_once_the_work_is_done() {
         .await
         .expect("connect");
     let prefix = backend.key_prefix();
-    for key in ["r", "l", "s", "ct", "ua"] {
+    for key in ["r", "l", "s"] {
         let left: u64 = redis::cmd("ZCARD")
             .arg(format!("{prefix}:{key}"))
             .query_async(&mut redis)
@@ -129,12 +129,25 @@ async fn the_scheduling_keys_hold_nothing_once_the_work_is_done() {
             .expect("ZCARD");
         assert_eq!(left, 0, "{prefix}:{key} still holds members");
     }
-    let counts: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("{prefix}:u:*"))
+    // Every task finished: no unfinished count is left, of anybody.
+    let counts: Vec<String> = redis::cmd("HKEYS")
+        .arg(format!("{prefix}:n"))
         .query_async(&mut redis)
         .await
-        .expect("KEYS");
-    assert!(counts.is_empty(), "per-caller counts left: {counts:?}");
+        .expect("HKEYS");
+    assert!(
+        counts
+            .iter()
+            .all(|field| !field.starts_with("c:") && !field.starts_with("t:")),
+        "callers' counts or tags left: {counts:?}"
+    );
+    let unfinished: Option<u64> = redis::cmd("HGET")
+        .arg(format!("{prefix}:n"))
+        .arg("u")
+        .query_async(&mut redis)
+        .await
+        .expect("HGET");
+    assert_eq!(unfinished.unwrap_or(0), 0, "unfinished tasks counted");
     let wake: u64 = redis::cmd("XLEN")
         .arg(format!("{prefix}:w"))
         .query_async(&mut redis)

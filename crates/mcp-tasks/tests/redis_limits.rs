@@ -216,7 +216,7 @@ async fn callers_are_not_stored_in_plaintext() {
         .query_async(&mut redis)
         .await
         .expect("KEYS");
-    assert!(keys.iter().any(|key| key.contains(":u:")), "{keys:?}");
+    assert!(keys.iter().any(|key| key.ends_with(":n")), "{keys:?}");
     for key in &keys {
         assert!(!key.contains("caller-in-plaintext"), "{key}");
         let dump: Vec<u8> = redis::cmd("DUMP")

@@ -5,24 +5,24 @@
 //!
 //! | key | type | holds |
 //! |---|---|---|
-//! | `P:t:<id>` | hash | the task: owner (a tag, never the principal), caller tag, tool, arguments, context, status, result or error, fence, attempts, round |
+//! | `P:t:<id>` | hash | the task: owner (a tag, never the principal), caller tag, tool, arguments, context, status, result or error, fence, attempts, round, the start tag of its queued run |
 //! | `P:r` | sorted set | runnable runs: task id by virtual start tag |
-//! | `P:vc` | string | the virtual clock: the start tag of the last run claimed |
-//! | `P:ct` | sorted set | caller tag by the last start tag it got (only tags past the clock) |
 //! | `P:l` | sorted set | held runs: task id by its lease's deadline |
 //! | `P:s` | sorted set | submitted tasks not yet released: task id by the release deadline |
-//! | `P:w` | stream, capped | one entry per queued run, to wake blocked claims |
-//! | `P:u:<caller tag>`, `P:ua`, `P:ka` | sorted sets | a caller's unfinished tasks, all unfinished tasks, all kept tasks, by expiry |
+//! | `P:n` | hash | the counts (`u` unfinished, `k` kept, `c:<caller tag>` a caller's unfinished) and the fair queue's clocks (`vc` the virtual clock, `t:<caller tag>` a caller's last start tag) |
+//! | `P:x:<bucket>`, `P:xb` | hash, sorted set | tasks by the 100 ms bucket they expire in (per caller: submitted, `f:`finished), and the buckets by their end: how expired tasks leave the counts |
+//! | `P:w`, `P:wt` | stream, capped; string | one entry per queued run while `P:wt` says a claim may be waiting, to wake it |
 //! | `P:cl:<claim id>` | list | the runs one claim handed out (for a lease) |
 //! | `P:t:<id>:ir` / `:ik` | hashes | outstanding input requests, and the tool key of each client key |
 //! | `P:t:<id>:ia` | hash | answers collected for the next round, by the tool's keys |
 //! | `P:ev` | pub/sub channel | `<worker>\t<task>`: cancel the run of that task |
 //!
 //! Every transition is one Lua script (`lua/*.lua`), so owner checks, quotas, fences and
-//! status changes are atomic with the read or write they guard. Every task key expires at
-//! the task's deadline (`PEXPIREAT created + ttl`): nothing outlives its task, and the
-//! queue's sorted sets drop a task's members when it ends, when a claim or the sweeper meets
-//! them after it expired, or (the counts) when trimmed by expiry at their limit.
+//! status changes are atomic with the read or write they guard. Calls of the busiest
+//! scripts (submit, release, get, and a worker's writes) made while earlier ones are on their
+//! way go together as one call (`batch.rs`). Every task key expires at the task's deadline
+//! (`PEXPIREAT created + ttl`): nothing outlives its task; the counts forget an expired task
+//! when the sweep (or a submit at a limit) meets its expiry bucket.
 //!
 //! Workers take runs fairly across callers (start-time fair queueing): a run's start tag is
 //! one past the later of the virtual clock and its caller's last tag, and a claim takes the
@@ -34,13 +34,18 @@
 //! died).
 //! All times come from the Redis server's clock.
 
+mod batch;
 mod connection;
 mod events;
 mod options;
 mod reply;
 mod scripts;
 
-use std::{collections::BTreeMap, sync::Arc, time::Duration};
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Arc,
+    time::Duration,
+};
 
 use async_trait::async_trait;
 use mcp_types::{InputResponses, JsonObject, TaskStatus};
@@ -74,6 +79,10 @@ const RECOVER_BATCH: usize = 256;
 /// submitting server retries its release for up to a lease, so the fallback takes over
 /// when that has run out, and the task runs within a sweep of Redis being back.
 const RELEASE_AFTER_LEASES: u32 = 1;
+
+/// How many submitted, unreleased tasks a backend remembers the start tag of; past that, a
+/// release reads it from Redis.
+const HELD_TAGS: usize = 65_536;
 
 /// The one `maxmemory-policy` that never evicts the engine's keys (they all carry TTLs, so
 /// even the `volatile-*` policies can evict them).
@@ -135,8 +144,15 @@ pub struct RedisBackend {
     /// blocked connection serves nobody else).
     connections: connection::Connections,
     scripts: scripts::Scripts,
+    /// Where scripts run (the shared connection, the queue's key and prefix).
+    target: batch::Target,
+    /// The group commits of the calls many requests or runs make at once.
+    batchers: Batchers,
+    /// The owner and start tag of each task this backend submitted and has not released
+    /// yet, so that its owner's release queues the run without reading the task (at most
+    /// [`HELD_TAGS`]).
+    held: std::sync::Mutex<HashMap<String, (Owner, String)>>,
     prefix: String,
-    queue_key: String,
     lease: Duration,
     limits: TaskLimits,
     sealer: Option<sealing::Sealer>,
@@ -145,10 +161,47 @@ pub struct RedisBackend {
     url: String,
 }
 
+/// The scripts whose calls are batched (see [`batch`]).
+struct Batchers {
+    submit: batch::Batcher,
+    release: batch::Batcher,
+    write: batch::Batcher,
+}
+
+impl Batchers {
+    fn start(scripts: &scripts::Scripts, target: &batch::Target) -> Self {
+        let start = |script: &redis::Script| batch::Batcher::new(script.clone(), target.clone());
+        Self {
+            submit: start(&scripts.submit),
+            release: start(&scripts.release),
+            write: start(&scripts.write),
+        }
+    }
+}
+
+/// How a script is called: alone, or in a batch with other calls of it.
+#[derive(Clone, Copy)]
+enum Via<'a> {
+    Alone(&'a redis::Script),
+    Batched(&'a batch::Batcher),
+}
+
+/// The owned arguments of one call.
+fn owned(args: &[&str]) -> Vec<String> {
+    args.iter().map(|arg| (*arg).to_owned()).collect()
+}
+
 impl Drop for RedisBackend {
     fn drop(&mut self) {
         self.stop.cancel();
     }
+}
+
+/// A lock that a panic elsewhere does not poison for good (the map stays usable).
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn unavailable(error: redis::RedisError) -> BackendError {
@@ -268,7 +321,13 @@ impl RedisBackend {
         let connections = connection::Connections::open(&client_url, &options, &shown).await?;
         let mut conn = connections.shared();
         let prefix = options.key_prefix();
-        let queue_key = format!("{prefix}:r");
+        let target = batch::Target {
+            conn: connections.shared(),
+            key: format!("{prefix}:r"),
+            prefix: prefix.clone(),
+        };
+        let scripts = scripts::Scripts::new();
+        let batchers = Batchers::start(&scripts, &target);
         Self::check_memory_policy(&mut conn, &shown).await?;
         let listeners = events::Listeners::default();
         let stop = CancellationToken::new();
@@ -282,9 +341,11 @@ impl RedisBackend {
         .map_err(connect_error)?;
         Ok(Self {
             connections,
-            scripts: scripts::Scripts::new(),
+            scripts,
+            target,
+            batchers,
+            held: std::sync::Mutex::new(HashMap::new()),
             prefix,
-            queue_key,
             lease: options.lease,
             limits: options.limits,
             sealer: options.sealer,
@@ -335,7 +396,10 @@ impl RedisBackend {
         max: usize,
         claim_id: &str,
     ) -> Result<Vec<Claimed>, BackendError> {
-        Ok(self.claim_once(worker, max.max(1), claim_id).await?.0)
+        Ok(self
+            .claim_once(worker, max.max(1), claim_id, Duration::ZERO)
+            .await?
+            .0)
     }
 
     /// Refuses a Redis that may evict keys (`INFO memory` answers even where `CONFIG` is
@@ -377,18 +441,38 @@ impl RedisBackend {
 
     /// Runs a script. Its Lua is loaded again when Redis lost it (a restart, `SCRIPT FLUSH`).
     async fn run(&self, script: &redis::Script, args: &[&str]) -> Result<Value, BackendError> {
+        let mut replies = self.target.run_items(script, &[owned(args)]).await?;
+        replies.pop().unwrap_or_else(|| {
+            Err(BackendError::Corrupt(
+                "a script answered nothing".to_owned(),
+            ))
+        })
+    }
+
+    /// Runs a script built for one call alone (`scripts::alone_text`).
+    async fn run_alone(
+        &self,
+        script: &redis::Script,
+        args: &[&str],
+    ) -> Result<Value, BackendError> {
         let mut invocation = script.prepare_invoke();
-        // Every script names the queue's ready set as its key: under Redis Cluster that
-        // routes it to the node of the queue's slot, where all its keys live.
-        invocation.key(&self.queue_key).arg(&self.prefix);
+        invocation.key(&self.target.key).arg(&self.target.prefix);
         for arg in args {
             invocation.arg(*arg);
         }
-        let mut conn = self.connections.shared();
+        let mut conn = self.target.conn.clone();
         invocation
             .invoke_async::<Value>(&mut conn)
             .await
             .map_err(unavailable)
+    }
+
+    /// Runs a script's call `via` a batch or alone.
+    async fn call(&self, via: Via<'_>, args: &[&str]) -> Result<Value, BackendError> {
+        match via {
+            Via::Alone(script) => self.run(script, args).await,
+            Via::Batched(batcher) => batcher.call(owned(args)).await,
+        }
     }
 
     /// How an owner or caller is named at rest: its tag under the current key, or its plain
@@ -420,11 +504,12 @@ impl RedisBackend {
         worker: &WorkerId,
         max: usize,
         claim_id: &str,
+        wait: Duration,
     ) -> Result<(Vec<Claimed>, String), BackendError> {
         let give_up = Instant::now() + self.lease / 2;
         let mut backoff = Duration::from_millis(25);
         loop {
-            match self.claim_once(worker, max, claim_id).await {
+            match self.claim_once(worker, max, claim_id, wait).await {
                 Err(BackendError::Unavailable(error)) if Instant::now() + backoff < give_up => {
                     tracing::debug!(url = %self.url, %error, "retrying a claim");
                     tokio::time::sleep(backoff).await;
@@ -464,13 +549,16 @@ impl RedisBackend {
         }
     }
 
-    /// One claim attempt: the runs claimed, or the newest wake-up id to wait after.
+    /// One claim attempt: the runs claimed, or the newest wake-up id to wait after (for up
+    /// to `wait`: runs queued meanwhile add wake-ups).
     async fn claim_once(
         &self,
         worker: &WorkerId,
         max: usize,
         claim_id: &str,
+        wait: Duration,
     ) -> Result<(Vec<Claimed>, String), BackendError> {
+        let wait_ms = whole_ms(wait).to_string();
         let reply = self
             .run(
                 &self.scripts.claim,
@@ -479,6 +567,7 @@ impl RedisBackend {
                     &max.to_string(),
                     &self.lease_ms(),
                     claim_id,
+                    &wait_ms,
                 ],
             )
             .await?;
@@ -597,20 +686,21 @@ impl RedisBackend {
     }
 
     async fn write(&self, lease: &Lease, args: &[&str]) -> Result<WriteAck, BackendError> {
-        self.leased(&self.scripts.write, lease, args).await
+        self.leased(Via::Batched(&self.batchers.write), lease, args)
+            .await
     }
 
     /// Runs a worker-side script for `lease` (task, worker, fence, then `args`).
     async fn leased(
         &self,
-        script: &redis::Script,
+        via: Via<'_>,
         lease: &Lease,
         args: &[&str],
     ) -> Result<WriteAck, BackendError> {
         let fence = lease.fence.to_string();
         let mut all: Vec<&str> = vec![&lease.task, &lease.worker.0, &fence];
         all.extend_from_slice(args);
-        let reply = self.run(script, &all).await?;
+        let reply = self.call(via, &all).await?;
         match text(&reply).as_deref() {
             Some("R") => Ok(WriteAck::Recorded),
             Some("T") => Ok(WriteAck::Terminal),
@@ -653,8 +743,8 @@ impl TaskBackend for RedisBackend {
         let ttl_arg = ttl.map(|ms| ms.to_string()).unwrap_or_default();
         let version = task.version.clone().unwrap_or_default();
         let reply = self
-            .run(
-                &self.scripts.submit,
+            .call(
+                Via::Batched(&self.batchers.submit),
                 &[
                     &task.id,
                     &owner,
@@ -673,15 +763,30 @@ impl TaskBackend for RedisBackend {
                 ],
             )
             .await?;
-        let created = int(&reply).ok_or_else(|| corrupt("submit", &reply))?;
         let refused = |limit, max| Err(BackendError::Limit(LimitExceeded { limit, max }));
-        let created = match created {
-            -2 => return refused(Limit::TasksPerCaller, self.limits.max_tasks_per_caller),
-            -3 => return refused(Limit::Tasks, self.limits.max_tasks),
-            -4 => return refused(Limit::Kept, self.limits.max_kept),
-            created => u64::try_from(created).map_err(|_| {
-                BackendError::Corrupt(format!("task id {} is already taken", task.id))
-            })?,
+        let created = match int(&reply) {
+            Some(-2) => return refused(Limit::TasksPerCaller, self.limits.max_tasks_per_caller),
+            Some(-3) => return refused(Limit::Tasks, self.limits.max_tasks),
+            Some(-4) => return refused(Limit::Kept, self.limits.max_kept),
+            Some(_) => {
+                return Err(BackendError::Corrupt(format!(
+                    "task id {} is already taken",
+                    task.id
+                )));
+            }
+            None => {
+                let parts = items(reply, "submit")?;
+                let (Some(created), Some(tag)) =
+                    (parts.first().and_then(uint), parts.get(1).and_then(int))
+                else {
+                    return Err(BackendError::Corrupt("a submit reply".to_owned()));
+                };
+                let mut held = lock(&self.held);
+                if held.len() < HELD_TAGS {
+                    held.insert(task.id.clone(), (task.owner.clone(), tag.to_string()));
+                }
+                created
+            }
         };
         Ok(TaskView {
             id: task.id,
@@ -698,14 +803,26 @@ impl TaskBackend for RedisBackend {
     }
 
     async fn release(&self, owner: &Owner, id: &str) -> Result<(), BackendError> {
-        self.run(&self.scripts.release, &[id, &self.owner_tags(owner)])
-            .await?;
+        // Anybody else's release goes through the script's owner check.
+        let tag = {
+            let mut held = lock(&self.held);
+            match held.get(id) {
+                Some((submitter, _)) if submitter == owner => held.remove(id).map(|(_, tag)| tag),
+                _ => None,
+            }
+        }
+        .unwrap_or_default();
+        self.call(
+            Via::Batched(&self.batchers.release),
+            &[id, &self.owner_tags(owner), &tag],
+        )
+        .await?;
         Ok(())
     }
 
     async fn get(&self, owner: &Owner, id: &str) -> Result<Option<TaskView>, BackendError> {
         let reply = self
-            .run(&self.scripts.get, &[id, &self.owner_tags(owner)])
+            .run_alone(&self.scripts.get_alone, &[id, &self.owner_tags(owner)])
             .await?;
         if reply == Value::Nil {
             return Ok(None);
@@ -782,7 +899,8 @@ impl TaskBackend for RedisBackend {
         let deadline = Instant::now() + wait;
         loop {
             let claim_id = ids::random_token(12);
-            let (claimed, last) = self.claim_retried(worker, max, &claim_id).await?;
+            let left = deadline.saturating_duration_since(Instant::now());
+            let (claimed, last) = self.claim_retried(worker, max, &claim_id, left).await?;
             if !claimed.is_empty() {
                 return Ok(claimed);
             }
@@ -908,7 +1026,7 @@ impl TaskBackend for RedisBackend {
     async fn hand_back(&self, lease: &Lease) -> Result<WriteAck, BackendError> {
         let error = to_json(&lost_worker_error());
         self.leased(
-            &self.scripts.handback,
+            Via::Alone(&self.scripts.handback),
             lease,
             &[&error, LOST_WORKER_MESSAGE],
         )

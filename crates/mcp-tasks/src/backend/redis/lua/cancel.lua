@@ -1,10 +1,10 @@
--- ARGV: prefix, id, owner tags. Returns nil (no such task), 1 (cancelled), 2 (already terminal).
+-- A: prefix, id, owner tags. Returns nil (no such task), 1 (cancelled), 2 (already terminal).
 -- The holder, if any, is told on `<prefix>:ev`; its heartbeat says so too (the guarantee).
-local id = ARGV[2]
+local id = A[2]
 local t = tkey(id)
-local f = redis.call('HMGET', t, 'owner', 'st', 'msg', 'worker')
-if not owned_by(f[1], ARGV[3]) then return false end
+local f = redis.call('HMGET', t, 'owner', 'st', 'worker', 'cal', 'exp', 'rnd')
+if not owned_by(f[1], A[3]) then return false end
 if terminal(f[2]) then return 2 end
-finish(t, 'cancelled', now_ms(), f[3])
-if f[4] then redis.call('PUBLISH', P .. ':ev', f[4] .. '\t' .. id) end
+finish(t, 'cancelled', now_ms(), {f[4], f[5], f[6], f[2]}, ANYWHERE)
+if f[3] then redis.call('PUBLISH', P .. ':ev', f[3] .. '\t' .. id) end
 return 1

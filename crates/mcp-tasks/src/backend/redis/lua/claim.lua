@@ -1,34 +1,38 @@
--- ARGV: prefix, worker, max, lease_ms, claim id. Takes up to `max` runs, lowest start tag
+-- A: prefix, worker, max, lease_ms, claim id, how long the claimant will wait for a wake-up
+-- when nothing is claimed (ms, '0' none). Takes up to `max` runs, lowest start tag
 -- first (fair across callers), and claims each (a new fence, one more attempt, a lease) in
 -- the same atomic step. The runs handed out are remembered under the claim id for a lease:
 -- the same claim id again (a retry after a lost reply) hands out the same runs, not new
 -- ones. Returns {runs, last}: each run is
 -- {id, fence, attempt, owner, tool, version, args, ctx, round, request_state, {tool key, answer, ...}};
 -- `last` (when nothing was claimed) is the newest wake-up id, for a blocking wait after it.
-local worker = ARGV[2]
-local max = tonumber(ARGV[3])
-local lease = tonumber(ARGV[4])
-local ck = P .. ':cl:' .. ARGV[5]
+local worker = A[2]
+local max = tonumber(A[3])
+local lease = tonumber(A[4])
+local ck = P .. ':cl:' .. A[5]
 local now = now_ms()
 local out = {}
-local function run(id, t, fence, att)
-  local d = redis.call('HMGET', t, 'owner', 'tool', 'ver', 'args', 'ctx', 'rnd', 'rst')
+-- The fields a claim reads of a task: its state, then what a run needs.
+local FIELDS = {'st', 'msg', 'worker', 'fence', 'att', 'cid', 'owner', 'tool', 'ver', 'args',
+  'ctx', 'rnd', 'rst'}
+local function run(id, t, d, fence, att)
   local ia = {}
-  if tonumber(d[6]) > 1 then ia = redis.call('HGETALL', t .. ':ia') end
-  return {id, fence, att, d[1], d[2], d[3], d[4], d[5], d[6], d[7], ia}
+  if num(d[12], 1) > 1 then ia = redis.call('HGETALL', t .. ':ia') end
+  return {id, fence, att, d[7], d[8], d[9], d[10], d[11], d[12] or '1', d[13], ia}
 end
 local before = redis.call('LRANGE', ck, 0, -1)
 if #before > 0 then
   for _, id in ipairs(before) do
     local t = tkey(id)
-    local f = redis.call('HMGET', t, 'st', 'worker', 'cid', 'fence', 'att')
-    if f[1] and not terminal(f[1]) and f[2] == worker and f[3] == ARGV[5] then
-      out[#out + 1] = run(id, t, tonumber(f[4]), tonumber(f[5]))
+    local d = redis.call('HMGET', t, unpack(FIELDS))
+    if d[1] and not terminal(d[1]) and d[3] == worker and d[6] == A[5] then
+      out[#out + 1] = run(id, t, d, num(d[4], 0), num(d[5], 0))
     end
   end
   return {out, ''}
 end
-local clock = tonumber(redis.call('GET', VC) or '0')
+local clock = num(redis.call('HGET', N, 'vc'), 0)
+local was = clock
 local ids = {}
 for _ = 1, 64 do
   if #out >= max then break end
@@ -39,27 +43,30 @@ for _ = 1, 64 do
     local tag = tonumber(popped[i + 1])
     if tag > clock then clock = tag end
     local t = tkey(id)
-    local f = redis.call('HMGET', t, 'st', 'msg', 'worker')
-    -- A run of a task that ended or expired meanwhile is simply dropped.
-    if f[1] and not terminal(f[1]) and f[2] and not f[3] then
-      local fence = redis.call('HINCRBY', t, 'fence', 1)
-      local att = redis.call('HINCRBY', t, 'att', 1)
-      redis.call('HSET', t, 'worker', worker, 'cid', ARGV[5])
+    local d = redis.call('HMGET', t, unpack(FIELDS))
+    -- A run of a task that ended, expired, is held or waits for input meanwhile is simply
+    -- dropped.
+    if d[1] and not terminal(d[1]) and d[2] and not d[3] then
+      local fence, att = num(d[4], 0) + 1, num(d[5], 0) + 1
+      redis.call('HSET', t, 'fence', int(fence), 'att', int(att), 'worker', worker, 'cid', A[5])
       redis.call('HDEL', t, 'msg')
       redis.call('ZADD', L, now + lease, id)
       ids[#ids + 1] = id
-      out[#out + 1] = run(id, t, fence, att)
+      out[#out + 1] = run(id, t, d, fence, att)
     end
   end
 end
-if #ids > 0 or clock > 0 then
-  redis.call('SET', VC, int(clock))
-  redis.call('ZREMRANGEBYSCORE', CT, '-inf', clock)
-end
+if clock > was then redis.call('HSET', N, 'vc', int(clock)) end
 if #ids > 0 then
   redis.call('RPUSH', ck, unpack(ids))
   redis.call('PEXPIRE', ck, lease)
   return {out, ''}
+end
+-- Runs queued from now on add wake-ups while a claimant may be waiting (and a little longer).
+local wait = tonumber(A[6] or '0')
+if wait > 0 then
+  local keep = wait + 2000
+  if redis.call('PTTL', WT) < keep then redis.call('SET', WT, '1', 'PX', keep) end
 end
 local last = redis.call('XREVRANGE', W, '+', '-', 'COUNT', 1)
 if last[1] then return {out, last[1][1]} end

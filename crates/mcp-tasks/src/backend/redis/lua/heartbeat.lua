@@ -1,9 +1,9 @@
--- ARGV: prefix, lease_ms, then (id, worker, fence) per lease. Returns one letter per lease:
+-- A: prefix, lease_ms, then (id, worker, fence) per lease. Returns one letter per lease:
 -- H held (renewed), C cancelled, L lost, G gone. Renewing pushes the lease's deadline.
-local deadline = now_ms() + tonumber(ARGV[2])
+local deadline = now_ms() + tonumber(A[2])
 local out = {}
-for i = 3, #ARGV, 3 do
-  local id = ARGV[i]
+for i = 3, #A, 3 do
+  local id = A[i]
   local t = tkey(id)
   local f = redis.call('HMGET', t, 'st', 'worker', 'fence')
   if not f[1] then
@@ -11,7 +11,7 @@ for i = 3, #ARGV, 3 do
     out[#out + 1] = 'G'
   elseif f[1] == 'cancelled' then out[#out + 1] = 'C'
   elseif terminal(f[1]) then out[#out + 1] = 'G'
-  elseif f[2] ~= ARGV[i + 1] or f[3] ~= ARGV[i + 2] then out[#out + 1] = 'L'
+  elseif f[2] ~= A[i + 1] or f[3] ~= A[i + 2] then out[#out + 1] = 'L'
   else
     redis.call('ZADD', L, deadline, id)
     out[#out + 1] = 'H'

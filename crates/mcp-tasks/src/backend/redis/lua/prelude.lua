@@ -1,57 +1,177 @@
--- Shared by every script (prepended). ARGV[1] is the key prefix, `{mcpt:<queue>}`: the hash
--- tag keeps a queue's keys in one cluster slot, so touching keys derived from it is safe.
+-- Shared by every script. ARGV[1] is the key prefix, `{mcpt:<queue>}`: the hash tag keeps a
+-- queue's keys in one cluster slot, so touching keys derived from it is safe. Each script's
+-- body is the function `one`, run once per item of the call (batch.lua): its arguments are
+-- A[2].. (see scripts.rs).
+--
+-- A line `--@ name` starts the definition of `name`: a script gets only the definitions its
+-- body uses (and theirs), so a small script does not pay for building the others.
 local P = ARGV[1]
+--@ R
 local R = P .. ':r'    -- ready runs: task id by virtual start tag (fair queueing)
-local VC = P .. ':vc'  -- the virtual clock: the tag of the last run claimed
-local CT = P .. ':ct'  -- caller tag by the last start tag it got (only tags past the clock)
+--@ L
 local L = P .. ':l'    -- leases: task id by the Redis-clock deadline of its run
+--@ S
 local S = P .. ':s'    -- submitted, not yet released: task id by the deadline of its release
+--@ W
 local W = P .. ':w'    -- wake-ups for blocked claims (capped)
-local UA = P .. ':ua'  -- unfinished tasks by expiry
-local KA = P .. ':ka'  -- kept tasks by expiry
+--@ WT
+local WT = P .. ':wt'  -- present while a claim may be blocked waiting for a wake-up
+--@ N
+-- The queue's counts and clocks: `u` unfinished tasks, `k` kept tasks (until their expiry),
+-- `c:<caller tag>` a caller's unfinished tasks, `t:<caller tag>` the start tag of its last
+-- run (while it has unfinished tasks), `vc` the virtual clock (the tag of the last run
+-- claimed), `lb` the expiry bucket last registered.
+local N = P .. ':n'
+--@ XB
+local XB = P .. ':xb'  -- expiry buckets: bucket by its end (Unix ms)
+--@ BUCKET_MS
+local BUCKET_MS = 100  -- the width of an expiry bucket (ms)
+--@ tkey
 local function tkey(id) return P .. ':t:' .. id end
-local function ukey(cal) return P .. ':u:' .. cal end
+--@ xkey
+-- The bucket of tasks expiring before `b_end`: `<caller tag>` how many of that caller's it
+-- holds, `f:<caller tag>` how many of them finished.
+local function xkey(b_end) return P .. ':x:' .. b_end end
+--@ now_ms
+-- One time for the whole call: a script runs atomically, so one instant is right.
+local NOW = nil
 local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  if not NOW then
+    local t = redis.call('TIME')
+    NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return NOW
 end
+--@ int
 local function int(n) return string.format('%d', n) end
+--@ terminal
 local function terminal(st) return st == 'completed' or st == 'failed' or st == 'cancelled' end
--- Queues a run of task `id` fairly: its start tag is one past the later of the virtual clock
--- and its caller's last tag, so callers take turns whatever each has queued.
-local function enqueue(t, id)
-  local cal = redis.call('HGET', t, 'cal') or ''
-  local tag = tonumber(redis.call('GET', VC) or '0')
-  local last = redis.call('ZSCORE', CT, cal)
-  if last and tonumber(last) > tag then tag = tonumber(last) end
-  tag = tag + 1
-  redis.call('ZADD', CT, tag, cal)
+--@ bucket_of
+-- The end of the expiry bucket of a task expiring at `exp` (ms, a string), or nil for none.
+local function bucket_of(exp)
+  if not exp then return nil end
+  return int(math.ceil(tonumber(exp) / BUCKET_MS) * BUCKET_MS)
+end
+--@ num
+local function num(text, default) return tonumber(text or '') or default end
+--@ set_counts
+-- Stores the counts `u`, `k` and caller `cal`'s `c`, with `more` fields (name, value...).
+-- A caller with nothing unfinished is forgotten (its last tag is behind the clock), and the
+-- whole hash when nothing is kept.
+local function set_counts(cal, u, k, c, more)
+  if u <= 0 and k <= 0 then
+    redis.call('DEL', N)
+    return
+  end
+  local fields = {'u', int(math.max(u, 0)), 'k', int(math.max(k, 0))}
+  if c > 0 then
+    fields[#fields + 1] = 'c:' .. cal
+    fields[#fields + 1] = int(c)
+  end
+  for _, v in ipairs(more or {}) do fields[#fields + 1] = v end
+  redis.call('HSET', N, unpack(fields))
+  if c <= 0 then redis.call('HDEL', N, 'c:' .. cal, 't:' .. cal) end
+end
+--@ forget_expired
+-- Takes up to `count` expiry buckets that have passed by `now`: their tasks are gone, so
+-- they leave the kept count, and those that never finished leave the unfinished counts.
+-- Returns how many it took.
+local function forget_expired(now, count)
+  local buckets = redis.call('ZRANGEBYSCORE', XB, '-inf', now, 'LIMIT', 0, count)
+  for _, b in ipairs(buckets) do
+    local x = xkey(b)
+    local fields = redis.call('HGETALL', x)
+    local held, finished = {}, {}
+    for i = 1, #fields, 2 do
+      local name, n = fields[i], tonumber(fields[i + 1])
+      if string.sub(name, 1, 2) == 'f:' then
+        finished[string.sub(name, 3)] = n
+      else
+        held[name] = n
+      end
+    end
+    local n = redis.call('HMGET', N, 'u', 'k')
+    local u, k = num(n[1], 0), num(n[2], 0)
+    for cal, submitted in pairs(held) do
+      local unfinished = submitted - (finished[cal] or 0)
+      k = k - submitted
+      if unfinished > 0 then
+        u = u - unfinished
+        if redis.call('HINCRBY', N, 'c:' .. cal, -unfinished) <= 0 then
+          redis.call('HDEL', N, 'c:' .. cal, 't:' .. cal)
+        end
+      end
+    end
+    if u <= 0 and k <= 0 then
+      redis.call('DEL', N)
+    else
+      redis.call('HSET', N, 'u', int(math.max(u, 0)), 'k', int(math.max(k, 0)))
+    end
+    redis.call('DEL', x)
+    redis.call('ZREM', XB, b)
+  end
+  return #buckets
+end
+--@ wake
+-- Wakes blocked claims for a run of `id`, when one may be waiting.
+local function wake(id)
+  if redis.call('EXISTS', WT) == 1 then
+    redis.call('XADD', W, 'MAXLEN', '~', 64, '*', 't', id)
+  end
+end
+--@ fair_tag
+-- The start tag of a new run of a caller whose last tag is `last`: one past the later of the
+-- virtual clock and `last`, so callers take turns whatever each has queued.
+local function fair_tag(clock, last)
+  local tag = num(clock, 0)
+  if num(last, 0) > tag then tag = num(last, 0) end
+  return tag + 1
+end
+--@ enqueue
+-- Queues a new run of task `id` of caller `cal` fairly.
+local function enqueue(t, id, cal)
+  cal = cal or ''
+  local n = redis.call('HMGET', N, 't:' .. cal, 'vc')
+  local tag = fair_tag(n[2], n[1])
+  redis.call('HSET', N, 't:' .. cal, int(tag))
   redis.call('ZADD', R, tag, id)
-  redis.call('ZREM', L, id)
-  redis.call('ZREM', S, id)
   redis.call('HSET', t, 'msg', int(tag))
-  redis.call('XADD', W, 'MAXLEN', '~', 64, '*', 't', id)
+  wake(id)
   return tag
 end
+--@ expire_with
 -- Gives a task's side key the task's own absolute expiry.
 local function expire_with(t, key)
   local exp = redis.call('HGET', t, 'exp')
   if exp then redis.call('PEXPIREAT', key, exp) end
 end
--- Ends a task: drops its queued run or lease, its place in the unfinished counts, and the
--- payloads only a run needs. (The fourth argument of older call sites is unused.)
-local function finish(t, st, now)
+--@ finish
+-- Ends a task that is not terminal as `st`, setting `fields` (name, value...) too: drops its
+-- queued run (`queued`), its lease (`leased`) or its pending release (`held`), its place in
+-- the unfinished counts, and the payloads only a run needs. `f` is the task's
+-- {cal, exp, rnd, st} (as stored).
+local function finish(t, st, now, f, where, fields)
   local id = string.sub(t, #P + 4)
-  local cal = redis.call('HGET', t, 'cal')
-  redis.call('ZREM', R, id)
-  redis.call('ZREM', L, id)
-  redis.call('ZREM', S, id)
-  redis.call('ZREM', UA, id)
-  if cal then redis.call('ZREM', ukey(cal), id) end
-  redis.call('HSET', t, 'st', st, 'up', int(now))
+  if where.queued then redis.call('ZREM', R, id) end
+  if where.leased then redis.call('ZREM', L, id) end
+  if where.held then redis.call('ZREM', S, id) end
+  local cal = f[1] or ''
+  local n = redis.call('HMGET', N, 'u', 'k', 'c:' .. cal)
+  set_counts(cal, num(n[1], 0) - 1, num(n[2], 0), num(n[3], 0) - 1)
+  local b = bucket_of(f[2])
+  if b then redis.call('HINCRBY', xkey(b), 'f:' .. cal, 1) end
+  local set = {'st', st, 'up', int(now)}
+  for _, v in ipairs(fields or {}) do set[#set + 1] = v end
+  redis.call('HSET', t, unpack(set))
   redis.call('HDEL', t, 'msg', 'worker', 'cid', 'args', 'ctx', 'rst')
-  redis.call('DEL', t .. ':ir', t .. ':ik', t .. ':ia')
+  if f[4] == 'input_required' or num(f[3], 1) > 1 then
+    redis.call('DEL', t .. ':ir', t .. ':ik', t .. ':ia')
+  end
 end
+--@ ANYWHERE
+-- Wherever a task may be: for ends that do not know (a cancel).
+local ANYWHERE = {queued = true, leased = true, held = true}
+--@ owned_by
 -- Whether a task's stored owner tag is one of `tags` (space-separated; tags are [0-9a-f.]):
 -- the owner's tag under each configured key, so tasks tagged before a rotation match too.
 local function owned_by(stored, tags)

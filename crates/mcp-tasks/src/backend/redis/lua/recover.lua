@@ -1,11 +1,13 @@
--- ARGV: prefix, count, lost-worker error JSON, its message.
+-- A: prefix, count, lost-worker error JSON, its message.
 -- Takes up to `count` overdue leases (their worker stopped renewing) and overdue releases
 -- (the submitting server never released the task) and decides each: a released task is
 -- queued; a lapsed run starts again if attempts are left, else the task fails for a lost
--- worker. Entries of tasks that ended or expired meanwhile are dropped.
+-- worker. Entries of tasks that ended or expired meanwhile are dropped. Then takes up to
+-- `count` expiry buckets that have passed: their tasks are gone, so they leave the kept
+-- count, and those that never finished leave the unfinished counts.
 -- Returns {entries looked at, {changed ids}}.
 local now = now_ms()
-local count = tonumber(ARGV[2])
+local count = tonumber(A[2])
 local changed_ids = {}
 local seen = 0
 for _, key in ipairs({S, L}) do
@@ -13,28 +15,29 @@ for _, key in ipairs({S, L}) do
   seen = seen + #due
   for _, id in ipairs(due) do
     local t = tkey(id)
-    local f = redis.call('HMGET', t, 'st', 'msg', 'worker', 'att', 'max')
-    if not f[1] then
-      redis.call('ZREM', key, id)
-    elseif terminal(f[1]) or f[2] or (key == L and not f[3]) then
-      -- Ended, already queued, or (a lease) parked on input meanwhile.
-      redis.call('ZREM', key, id)
+    local f = redis.call('HMGET', t, 'st', 'msg', 'worker', 'att', 'max', 'cal', 'exp', 'rnd')
+    redis.call('ZREM', key, id)
+    if not f[1] or terminal(f[1]) then
+      -- Gone or ended meanwhile.
     elseif key == S then
-      if f[1] == 'working' and not f[3] then
-        enqueue(t, id)
+      -- Never released: its first run is queued at the tag `submit` gave it (queuing it
+      -- again, if a release did land, is queuing it once).
+      if f[1] == 'working' and f[2] and not f[3] then
+        redis.call('ZADD', R, f[2], id)
+        wake(id)
         changed_ids[#changed_ids + 1] = id
-      else
-        redis.call('ZREM', key, id)
       end
-    elseif tonumber(f[4]) < tonumber(f[5]) then
+    elseif f[2] or not f[3] then
+      -- (A lease) queued again or parked on input meanwhile.
+    elseif num(f[4], 0) < num(f[5], 1) then
       redis.call('HDEL', t, 'worker', 'cid')
-      enqueue(t, id)
+      enqueue(t, id, f[6])
       changed_ids[#changed_ids + 1] = id
     else
-      redis.call('HSET', t, 'err', ARGV[3], 'smsg', ARGV[4])
-      finish(t, 'failed', now)
+      finish(t, 'failed', now, {f[6], f[7], f[8], f[1]}, {}, {'err', A[3], 'smsg', A[4]})
       changed_ids[#changed_ids + 1] = id
     end
   end
 end
+seen = seen + forget_expired(now, count)
 return {seen, changed_ids}

@@ -1,45 +1,64 @@
--- ARGV: prefix, id, owner tag, tool, version ('' none), args, ctx, ttl_ms ('' none), poll_ms,
+-- A: prefix, id, owner tag, tool, version ('' none), args, ctx, ttl_ms ('' none), poll_ms,
 -- max_attempts, caller tag, release deadline (ms after now), max unfinished per caller, max
--- unfinished, max kept. Returns the creation time (Unix ms); -1 when the id is taken; -2, -3,
--- -4 when the caller's, everybody's unfinished, or the kept tasks are at their limit (then
--- nothing is stored).
-local t = tkey(ARGV[2])
+-- unfinished, max kept. Returns {creation time (Unix ms), start tag of the first run}; -1
+-- when the id is taken; -2, -3, -4 when the caller's, everybody's unfinished, or the kept
+-- tasks are at their limit (then nothing is stored). The first run is fairly placed now
+-- and queued by `release`.
+local id = A[2]
+local t = tkey(id)
 if redis.call('EXISTS', t) == 1 then return -1 end
 local now = now_ms()
-local cal = ARGV[11]
-local uk = ukey(cal)
--- A count is first trimmed of expired tasks (their keys are gone): each member is trimmed
--- once, so this costs one removal per task on average.
-local function full(key, max)
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-  return redis.call('ZCARD', key) >= max
+local cal = A[11]
+local function state()
+  return redis.call('HMGET', N, 'u', 'k', 'c:' .. cal, 't:' .. cal, 'vc', 'lb')
 end
-if full(uk, tonumber(ARGV[13])) then return -2 end
-if full(UA, tonumber(ARGV[14])) then return -3 end
-if full(KA, tonumber(ARGV[15])) then return -4 end
-redis.call('HSET', t, 'owner', ARGV[3], 'tool', ARGV[4], 'args', ARGV[6], 'ctx', ARGV[7],
-  'st', 'working', 'cr', int(now), 'up', int(now), 'poll', ARGV[9], 'max', ARGV[10],
-  'fence', '0', 'att', '0', 'rnd', '1')
-redis.call('HSET', t, 'cal', cal)
-if ARGV[5] ~= '' then redis.call('HSET', t, 'ver', ARGV[5]) end
-local exp = '+inf'
-if ARGV[8] ~= '' then
-  exp = int(now + tonumber(ARGV[8]))
-  redis.call('HSET', t, 'ttl', ARGV[8], 'exp', exp)
-  redis.call('PEXPIREAT', t, exp)
+-- Expired tasks leave the counts when the sweeper meets their expiry bucket, or here,
+-- before a count at its limit refuses.
+local function refusal(n)
+  if num(n[3], 0) >= tonumber(A[13]) then return -2 end
+  if num(n[1], 0) >= tonumber(A[14]) then return -3 end
+  if num(n[2], 0) >= tonumber(A[15]) then return -4 end
+  return nil
 end
-local id = ARGV[2]
--- Counted; a count lives as long as its longest-lived task.
-local function count(key)
-  redis.call('ZADD', key, exp, id)
-  if exp == '+inf' then redis.call('PERSIST', key)
-  elseif redis.call('ZCARD', key) == 1 then redis.call('PEXPIREAT', key, exp)
-  else redis.call('PEXPIREAT', key, exp, 'GT') end
+local n = state()
+if refusal(n) then
+  for _ = 1, 16 do
+    if forget_expired(now, 64) < 64 then break end
+  end
+  n = state()
+  local refused = refusal(n)
+  if refused then return refused end
 end
-count(uk)
-count(UA)
-count(KA)
+local tag = fair_tag(n[5], n[4])
+-- Defaults are not stored: fence and attempt 0, round 1, updated when created.
+local fields = {'owner', A[3], 'tool', A[4], 'args', A[6], 'ctx', A[7], 'st', 'working',
+  'cr', int(now), 'poll', A[9], 'max', A[10], 'cal', cal, 'msg', int(tag)}
+if A[5] ~= '' then
+  fields[#fields + 1] = 'ver'
+  fields[#fields + 1] = A[5]
+end
+local exp = nil
+if A[8] ~= '' then
+  exp = int(now + tonumber(A[8]))
+  fields[#fields + 1] = 'ttl'
+  fields[#fields + 1] = A[8]
+  fields[#fields + 1] = 'exp'
+  fields[#fields + 1] = exp
+end
+redis.call('HSET', t, unpack(fields))
+if exp then redis.call('PEXPIREAT', t, exp) end
+local more = {'t:' .. cal, int(tag)}
+local b = bucket_of(exp)
+if b then
+  redis.call('HINCRBY', xkey(b), cal, 1)
+  if n[6] ~= b then
+    redis.call('ZADD', XB, b, b)
+    more[3] = 'lb'
+    more[4] = b
+  end
+end
+set_counts(cal, num(n[1], 0) + 1, num(n[2], 0) + 1, num(n[3], 0) + 1, more)
 -- Released by `release`, or by the sweeper once this deadline passes (the submitting server
 -- died or its release failed).
-redis.call('ZADD', S, now + tonumber(ARGV[12]), id)
-return now
+redis.call('ZADD', S, now + tonumber(A[12]), id)
+return {now, tag}

@@ -1,0 +1,154 @@
+//! Group commit and wake-ups of [`RedisBackend`], observed on a Redis of its own: calls made
+//! at once share script calls (Redis' own command counts say so) and each still gets its
+//! own answer; a blocked claim is woken by a release, and nothing adds wake-ups while no
+//! claim waits.
+//!
+//! Needs the `redis` feature: `cargo test -p mcp-tasks --features redis --test redis_batching`.
+
+use std::{sync::Arc, time::Duration};
+
+use futures::future::join_all;
+use mcp_tasks::backend::{
+    BackendError, Limit, NewTask, Owner, TaskBackend, TaskLimits, WorkerId,
+    redis::{RedisBackend, RedisOptions},
+};
+use test_helpers::redis::RedisServer;
+
+fn task(caller: &str) -> NewTask {
+    NewTask {
+        id: mcp_tasks::new_task_id(),
+        owner: Owner::of(None),
+        caller: caller.to_owned(),
+        tool: "echo".to_owned(),
+        version: None,
+        arguments: serde_json::Map::new(),
+        context: serde_json::Map::new(),
+        ttl: Some(Duration::from_secs(3600)),
+        poll_interval: Duration::from_millis(500),
+        max_attempts: 1,
+    }
+}
+
+async fn raw(server: &RedisServer) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(server.url())
+        .expect("URL")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect")
+}
+
+/// How many `EVALSHA` calls Redis has served since its counters were reset.
+async fn evalsha_calls(redis: &mut redis::aio::MultiplexedConnection) -> u64 {
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(redis)
+        .await
+        .expect("INFO");
+    stats
+        .lines()
+        .find_map(|line| line.strip_prefix("cmdstat_evalsha:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|calls| calls.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_made_at_once_share_script_calls_and_keep_their_own_answers() {
+    let server = RedisServer::start();
+    let options = RedisOptions::default().with_limits(TaskLimits::default().with_max_tasks(150));
+    let backend = Arc::new(
+        RedisBackend::connect_with(&server.queue_url("batching"), options)
+            .await
+            .expect("connect"),
+    );
+    let mut redis = raw(&server).await;
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(&mut redis)
+        .await
+        .expect("RESETSTAT");
+    // 200 submits at once, over a limit of 150: the first 150 are accepted, the rest are
+    // refused, each with its own answer, though they went in a few script calls.
+    let submits = (0..200).map(|i| {
+        let backend = Arc::clone(&backend);
+        async move { backend.submit(task(&format!("auth:caller-{i}"))).await }
+    });
+    let answers = join_all(submits).await;
+    let calls = evalsha_calls(&mut redis).await;
+    let accepted: Vec<_> = answers.iter().filter_map(|a| a.as_ref().ok()).collect();
+    let refused = answers
+        .iter()
+        .filter(|a| matches!(a, Err(BackendError::Limit(refusal)) if refusal.limit == Limit::Tasks))
+        .count();
+    assert_eq!((accepted.len(), refused), (150, 50), "{answers:?}");
+    assert!(calls < 100, "200 submits took {calls} script calls");
+    // Each accepted task is there, under its own id.
+    let owner = Owner::of(None);
+    let views = join_all(accepted.iter().map(|view| backend.get(&owner, &view.id))).await;
+    for (view, got) in accepted.iter().zip(views) {
+        assert_eq!(got.expect("get").map(|got| got.id), Some(view.id.clone()));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_claim_is_woken_by_a_release_and_nothing_wakes_nobody() {
+    let server = RedisServer::start();
+    let backend = Arc::new(
+        RedisBackend::connect(&server.queue_url("wake"))
+            .await
+            .expect("connect"),
+    );
+    let prefix = backend.key_prefix().to_owned();
+    let mut redis = raw(&server).await;
+    let owner = Owner::of(None);
+    // No claim waits: releases add no wake-ups.
+    let quiet = task("auth:a");
+    backend.submit(quiet.clone()).await.expect("submit");
+    backend.release(&owner, &quiet.id).await.expect("release");
+    let wakeups: u64 = redis::cmd("XLEN")
+        .arg(format!("{prefix}:w"))
+        .query_async(&mut redis)
+        .await
+        .expect("XLEN");
+    assert_eq!(wakeups, 0, "wake-ups without a waiting claim");
+    let worker = WorkerId::new();
+    let first = backend
+        .claim(&worker, 1, Duration::ZERO)
+        .await
+        .expect("claim");
+    assert_eq!(first.len(), 1);
+    // A claim that waits up to a minute, then a release: the claim gets the run long before
+    // its wait is over (the test's own timeout is half of it).
+    let waiting = {
+        let backend = Arc::clone(&backend);
+        let worker = worker.clone();
+        tokio::spawn(async move { backend.claim(&worker, 1, Duration::from_secs(60)).await })
+    };
+    // The claim has found nothing and says it waits.
+    loop {
+        let flagged: bool = redis::cmd("EXISTS")
+            .arg(format!("{prefix}:wt"))
+            .query_async(&mut redis)
+            .await
+            .expect("EXISTS");
+        if flagged {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    let next = task("auth:a");
+    backend.submit(next.clone()).await.expect("submit");
+    backend.release(&owner, &next.id).await.expect("release");
+    let claimed = tokio::time::timeout(Duration::from_secs(30), waiting)
+        .await
+        .expect("the waiting claim was not woken")
+        .expect("join")
+        .expect("claim");
+    assert_eq!(
+        claimed
+            .iter()
+            .map(|run| &run.lease.task)
+            .collect::<Vec<_>>(),
+        vec![&next.id]
+    );
+}
