@@ -204,11 +204,18 @@ impl Drop for Slot {
 }
 
 /// The longest run of waiting calls within [`MAX_ITEMS`] and [`MAX_BYTES`] (at least one
-/// call when any waits); the rest stays for the next batch.
+/// call when any still waits), leaving out calls nobody waits for; the rest stays for the
+/// next batch.
 fn take_batch(waiting: &mut VecDeque<Call>) -> Vec<Call> {
     let mut bytes = 0;
     let mut batch = Vec::new();
     while let Some(call) = waiting.front() {
+        // A caller that stopped waiting (its request ended, its try timed out) is not sent:
+        // nobody would learn what its call did.
+        if call.reply.is_closed() {
+            waiting.pop_front();
+            continue;
+        }
         let size: usize = call.args.iter().map(String::len).sum();
         if batch.len() >= MAX_ITEMS || (!batch.is_empty() && bytes + size > MAX_BYTES) {
             break;
