@@ -5,29 +5,18 @@
 //!
 //! Needs the `redis` feature: `cargo test -p mcp-tasks --features redis --test redis_batching`.
 
+mod redis_tasks;
+
 use std::{sync::Arc, time::Duration};
 
 use futures::future::join_all;
 use mcp_tasks::backend::{
-    BackendError, Limit, NewTask, Owner, TaskBackend, TaskLimits, WorkerId,
+    BackendError, Limit, Owner, TaskBackend, TaskLimits, WorkerId,
     redis::{RedisBackend, RedisOptions},
 };
 use test_helpers::redis::RedisServer;
 
-fn task(caller: &str) -> NewTask {
-    NewTask {
-        id: mcp_tasks::new_task_id(),
-        owner: Owner::of(None),
-        caller: caller.to_owned(),
-        tool: "echo".to_owned(),
-        version: None,
-        arguments: serde_json::Map::new(),
-        context: serde_json::Map::new(),
-        ttl: Some(Duration::from_secs(3600)),
-        poll_interval: Duration::from_millis(500),
-        max_attempts: 1,
-    }
-}
+use redis_tasks::echo_task as task;
 
 async fn raw(server: &RedisServer) -> redis::aio::MultiplexedConnection {
     redis::Client::open(server.url())

@@ -4,29 +4,18 @@
 //!
 //! Needs the `redis` feature: `cargo test -p mcp-tasks --features redis --test redis_fairness`.
 
+mod redis_tasks;
+
 use std::time::Duration;
 
 use mcp_tasks::backend::{
-    NewTask, Owner, TaskBackend, TaskLimits, WorkerId, WriteAck,
+    TaskBackend, TaskLimits, WorkerId, WriteAck,
     redis::{RedisBackend, RedisOptions},
 };
 use serde_json::json;
 use test_helpers::redis::RedisServer;
 
-fn task(caller: &str) -> NewTask {
-    NewTask {
-        id: mcp_tasks::new_task_id(),
-        owner: Owner::of(None),
-        caller: caller.to_owned(),
-        tool: "echo".to_owned(),
-        version: None,
-        arguments: serde_json::Map::new(),
-        context: serde_json::Map::new(),
-        ttl: Some(Duration::from_secs(3600)),
-        poll_interval: Duration::from_millis(500),
-        max_attempts: 1,
-    }
-}
+use redis_tasks::echo_task as task;
 
 async fn queue(backend: &RedisBackend, caller: &str, n: usize) -> Vec<String> {
     let mut ids = Vec::new();

@@ -5,6 +5,8 @@
 //!
 //! Needs the `redis` feature: `cargo test -p mcp-tasks --features redis --test redis_faults`.
 
+mod redis_tasks;
+
 use std::time::{Duration, Instant};
 
 use mcp_tasks::backend::{
@@ -19,16 +21,8 @@ const LEASE: Duration = Duration::from_millis(400);
 
 fn task(max_attempts: u32) -> NewTask {
     NewTask {
-        id: mcp_tasks::new_task_id(),
-        owner: Owner::of(None),
-        caller: "auth:faults".to_owned(),
-        tool: "echo".to_owned(),
-        version: None,
-        arguments: serde_json::Map::new(),
-        context: serde_json::Map::new(),
-        ttl: Some(Duration::from_secs(3600)),
-        poll_interval: Duration::from_millis(500),
         max_attempts,
+        ..redis_tasks::echo_task("auth:faults")
     }
 }
 

@@ -4,11 +4,12 @@
 //!
 //! Needs the `redis` feature: `cargo test -p mcp-tasks --features redis --test redis_limits`.
 
+mod redis_tasks;
+
 use std::time::{Duration, Instant};
 
 use mcp_tasks::backend::{
-    BackendError, Limit, LimitExceeded, NewTask, Owner, TaskBackend, TaskLimits, WorkerId,
-    WriteAck,
+    BackendError, Limit, LimitExceeded, NewTask, TaskBackend, TaskLimits, WorkerId, WriteAck,
     redis::{RedisBackend, RedisOptions},
 };
 use serde_json::json;
@@ -16,19 +17,12 @@ use test_helpers::redis::RedisServer;
 
 fn task(caller: &str, ttl: Duration) -> NewTask {
     NewTask {
-        id: mcp_tasks::new_task_id(),
-        owner: Owner::of(None),
-        caller: caller.to_owned(),
-        tool: "echo".to_owned(),
-        version: None,
         arguments: json!({"text": "hi"})
             .as_object()
             .cloned()
             .unwrap_or_default(),
-        context: serde_json::Map::new(),
         ttl: Some(ttl),
-        poll_interval: Duration::from_millis(500),
-        max_attempts: 1,
+        ..redis_tasks::echo_task(caller)
     }
 }
 

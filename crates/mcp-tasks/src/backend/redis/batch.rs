@@ -44,20 +44,47 @@ impl Target {
         script: &Script,
         calls: &[Vec<String>],
     ) -> Result<Vec<Result<Value, BackendError>>, BackendError> {
-        let mut invocation = script.prepare_invoke();
-        invocation.key(&self.key).arg(&self.prefix);
+        let mut invocation = self.invocation(script);
         for args in calls {
             invocation.arg(args.len());
             for arg in args {
                 invocation.arg(arg.as_str());
             }
         }
+        let reply = self.invoke(&invocation).await?;
+        split(reply, calls.len())
+    }
+
+    /// Runs a script built for one call alone (no batch driver) with `args`.
+    pub(super) async fn run_alone(
+        &self,
+        script: &Script,
+        args: &[&str],
+    ) -> Result<Value, BackendError> {
+        let mut invocation = self.invocation(script);
+        for arg in args {
+            invocation.arg(*arg);
+        }
+        self.invoke(&invocation).await
+    }
+
+    /// A call of `script` naming the queue's ready set as its key (under Redis Cluster that
+    /// routes it to the node of the queue's slot, where all its keys live) and the prefix.
+    fn invocation<'a>(&self, script: &'a Script) -> redis::ScriptInvocation<'a> {
+        let mut invocation = script.prepare_invoke();
+        invocation.key(&self.key).arg(&self.prefix);
+        invocation
+    }
+
+    async fn invoke(
+        &self,
+        invocation: &redis::ScriptInvocation<'_>,
+    ) -> Result<Value, BackendError> {
         let mut conn = self.conn.clone();
-        let reply = invocation
+        invocation
             .invoke_async::<Value>(&mut conn)
             .await
-            .map_err(unavailable)?;
-        split(reply, calls.len())
+            .map_err(unavailable)
     }
 }
 

@@ -19,8 +19,8 @@
 //!
 //! Every transition is one Lua script (`lua/*.lua`), so owner checks, quotas, fences and
 //! status changes are atomic with the read or write they guard. Calls of the busiest
-//! scripts (submit, release, get, and a worker's writes) made while earlier ones are on their
-//! way go together as one call (`batch.rs`). Every task key expires at the task's deadline
+//! scripts (submit, release, and a worker's writes) made while earlier ones are on their way
+//! go together as one call (`batch.rs`); a `get` runs alone. Every task key expires at the task's deadline
 //! (`PEXPIREAT created + ttl`): nothing outlives its task; the counts forget an expired task
 //! when the sweep (or a submit at a limit) meets its expiry bucket.
 //!
@@ -455,16 +455,7 @@ impl RedisBackend {
         script: &redis::Script,
         args: &[&str],
     ) -> Result<Value, BackendError> {
-        let mut invocation = script.prepare_invoke();
-        invocation.key(&self.target.key).arg(&self.target.prefix);
-        for arg in args {
-            invocation.arg(*arg);
-        }
-        let mut conn = self.target.conn.clone();
-        invocation
-            .invoke_async::<Value>(&mut conn)
-            .await
-            .map_err(unavailable)
+        self.target.run_alone(script, args).await
     }
 
     /// Runs a script's call `via` a batch or alone.
