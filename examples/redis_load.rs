@@ -160,6 +160,16 @@ async fn submit_all(
     Ok((ids.into_iter().collect::<Result<_, _>>()?, rate))
 }
 
+/// This process's CPU time so far (user + system), where the platform tells it (Linux).
+fn client_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // Linux reports in clock ticks of 1/100 s (USER_HZ) on every architecture it runs on.
+    Some(Duration::from_millis(ticks * 10))
+}
+
 async fn gets(
     backend: &Arc<dyn TaskBackend>,
     ids: &[String],
@@ -610,7 +620,14 @@ async fn main() -> Result<(), Error> {
             Arc::new(MemoryBackend::new().with_limits(TaskLimits::unlimited()))
         };
         let before = read_redis(&mut redis).await?;
+        let cpu_before = client_cpu();
         let (ids, rate) = submit_all(&backend, cli.tasks, cli.callers).await?;
+        if let (Some(start), Some(end)) = (cpu_before, client_cpu()) {
+            println!(
+                "{engine}: client CPU {:.1} us per submitted task",
+                (end - start).as_secs_f64() * 1e6 / cli.tasks as f64
+            );
+        }
         let submitted = read_redis(&mut redis).await?;
         println!("{engine}: submit {rate:.0} tasks/s");
         let (p50, p99) = gets(&backend, &ids, cli.gets).await?;
