@@ -34,8 +34,8 @@
 //! | resource, template or prompt | what |
 //! |---|---|
 //! | resource `demo://readme` | a short Markdown text about the demo |
-//! | template `users://child/{id}/profile` | a JSON profile for user `id` (on the child) |
-//! | prompt `child_greet(name, style?)` | a greeting request for a model (on the child) |
+//! | template `users://child/{id}/profile` | a JSON profile for user `id` (on the child); `id` completes to `ada`, `alan`, `grace` |
+//! | prompt `child_greet(name, style?)` | a greeting request for a model (on the child); `style` completes to `casual`, `formal` |
 //!
 //! A 2026-07-28 request that opts in to the tasks extension (in its `_meta`) gets a
 //! `CreateTaskResult` for an optional or required tool, and polls `tasks/get`; without the
@@ -53,6 +53,7 @@ use mcpkit::{
         ResourceServer,
         verify::{CachedVerifier, JwtVerifier},
     },
+    completion::Completion,
     tasks::{TasksConfig, TasksExtension, Worker},
     types::{InputRequest, TaskSupport},
 };
@@ -268,10 +269,18 @@ fn demo_server(config: TasksConfig, auth: bool) -> Result<Server, ServerError> {
         ResourceDef::new("users://{id}/profile", profile)
             .name("user_profile")
             .description("A user's profile")
-            .mime_type("application/json"),
+            .mime_type("application/json")
+            .complete("id", |c: Completion| async move {
+                c.matching(["ada", "alan", "grace"])
+            }),
     )?;
-    child
-        .add_prompt(PromptDef::new("greet", greet).description("Asks a model to greet someone"))?;
+    child.add_prompt(
+        PromptDef::new("greet", greet)
+            .description("Asks a model to greet someone")
+            .complete("style", |c: Completion| async move {
+                c.matching(["casual", "formal"])
+            }),
+    )?;
 
     let parent = Server::new("demo")
         .with_version(env!("CARGO_PKG_VERSION"))

@@ -42,6 +42,7 @@
 pub mod auth;
 mod builders;
 pub mod coerce;
+pub mod completion;
 mod context;
 mod error;
 pub mod extension;

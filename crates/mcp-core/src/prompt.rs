@@ -40,8 +40,11 @@ use serde_json::Value;
 
 use crate::auth::Requirement;
 use crate::{
-    BoxFuture, Context, HandlerFn, Outcome, Server, ToolError, extract::CallParts,
-    registry::Registered, version::Version,
+    BoxFuture, Context, HandlerFn, Outcome, Server, ToolError,
+    completion::{Completer, Completers, Completion, IntoSuggestions},
+    extract::CallParts,
+    registry::Registered,
+    version::Version,
 };
 
 /// What a prompt function may return: text (one user message), a [`PromptMessage`] or a
@@ -141,6 +144,7 @@ pub struct PromptDef {
     pub(crate) arguments: Option<Vec<PromptArgument>>,
     pub(crate) render: Arc<RenderFn>,
     pub(crate) requirement: Requirement,
+    pub(crate) completers: Completers,
 }
 
 impl PromptDef {
@@ -171,7 +175,27 @@ impl PromptDef {
             input_schema: H::input_schema(),
             arguments: None,
             render: Arc::new(render),
+            completers: Completers::new(),
         }
+    }
+
+    /// Suggests values for the argument `argument` while a user types it
+    /// (`completion/complete`); see [`completion`](crate::completion).
+    ///
+    /// ```
+    /// use mcp_core::{PromptDef, completion::Completion};
+    /// let _ = PromptDef::new("plan", || async { "Plan a trip" })
+    ///     .complete("city", |c: Completion| async move { c.matching(["paris", "porto"]) });
+    /// ```
+    pub fn complete<F, Fut, R>(mut self, argument: impl Into<String>, completer: F) -> Self
+    where
+        F: Fn(Completion) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = R> + Send + 'static,
+        R: IntoSuggestions,
+    {
+        self.completers
+            .insert(argument.into(), Completer::new(completer));
+        self
     }
 
     /// Lists these arguments instead of the ones derived from the handler's `Args` type
@@ -221,6 +245,7 @@ pub(crate) struct RegisteredPrompt {
     pub(crate) input_schema: Arc<JsonObject>,
     pub(crate) render: Arc<RenderFn>,
     pub(crate) requirement: Requirement,
+    pub(crate) completers: Completers,
 }
 
 impl RegisteredPrompt {
@@ -245,6 +270,7 @@ impl RegisteredPrompt {
             input_schema: Arc::new(def.input_schema),
             render: def.render,
             requirement: def.requirement,
+            completers: def.completers,
         }
     }
 

@@ -45,8 +45,12 @@ use serde::Serialize;
 
 use crate::auth::Requirement;
 use crate::{
-    BoxFuture, Bytes, Context, HandlerFn, Json, Outcome, Server, ToolError, extract::CallParts,
-    registry::Registered, uri_template::UriTemplate, version::Version,
+    BoxFuture, Bytes, Context, HandlerFn, Json, Outcome, Server, ToolError,
+    completion::{Completer, Completers, Completion, IntoSuggestions},
+    extract::CallParts,
+    registry::Registered,
+    uri_template::UriTemplate,
+    version::Version,
 };
 
 /// What a resource function may return: text (`String`, `&'static str`), JSON ([`Json`]),
@@ -248,6 +252,7 @@ pub struct ResourceDef {
     pub(crate) input_schema: JsonObject,
     pub(crate) read: Arc<ReadFn>,
     pub(crate) requirement: Requirement,
+    pub(crate) completers: Completers,
 }
 
 impl ResourceDef {
@@ -284,7 +289,28 @@ impl ResourceDef {
             input_schema: H::input_schema(),
             read: Arc::new(read),
             requirement: Requirement::none(),
+            completers: Completers::new(),
         }
+    }
+
+    /// Suggests values for the template variable `variable` while a user types it
+    /// (`completion/complete`); see [`completion`](crate::completion). Only templates are
+    /// completed: a fixed URI has no variables.
+    ///
+    /// ```
+    /// use mcp_core::{ResourceDef, completion::Completion};
+    /// let _ = ResourceDef::new("users://{id}/profile", || async { "profile" })
+    ///     .complete("id", |c: Completion| async move { c.matching(["ada", "alan"]) });
+    /// ```
+    pub fn complete<F, Fut, R>(mut self, variable: impl Into<String>, completer: F) -> Self
+    where
+        F: Fn(Completion) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = R> + Send + 'static,
+        R: IntoSuggestions,
+    {
+        self.completers
+            .insert(variable.into(), Completer::new(completer));
+        self
     }
 
     /// The URI or URI template.
@@ -444,12 +470,22 @@ impl RegisteredResource {
 pub(crate) struct RegisteredTemplate {
     pub(crate) core: ResourceCore,
     pub(crate) template: UriTemplate,
+    pub(crate) completers: Completers,
 }
 
 impl RegisteredTemplate {
-    pub(crate) fn new(def: ResourceDef, template: UriTemplate, version: Option<Version>) -> Self {
+    pub(crate) fn new(
+        mut def: ResourceDef,
+        template: UriTemplate,
+        version: Option<Version>,
+    ) -> Self {
+        let completers = std::mem::take(&mut def.completers);
         let (core, _) = ResourceCore::new(def, version);
-        Self { core, template }
+        Self {
+            core,
+            template,
+            completers,
+        }
     }
 
     /// The listing entry, under `uri_template`.

@@ -11,9 +11,9 @@ use std::sync::{
 
 use mcp_types::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CancelledNotificationParam,
-    CustomNotification, CustomRequest, CustomResult, DiscoverResult, ErrorCode, ErrorData,
-    GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult,
-    InitializeRequestParams, InitializeResult, InputResponses, ListPromptsResult,
+    CompleteRequestParams, CompleteResult, CustomNotification, CustomRequest, CustomResult,
+    DiscoverResult, ErrorCode, ErrorData, GetPromptRequestParams, GetPromptResponse, GetTaskParams,
+    GetTaskResult, InitializeRequestParams, InitializeResult, InputResponses, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse, ServerConfig,
     SubscriptionFilter, Tool, UpdateTaskParams, meta,
@@ -610,6 +610,20 @@ impl ServerHandler for McpService {
             run,
         )
         .await
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let params = serde_json::to_value(request).ok();
+        let value = self.custom("completion/complete", params, context).await?;
+        serde_json::from_value(value).map_err(|e| {
+            crate::masked_internal_error(format_args!(
+                "completion/complete produced an invalid result: {e}"
+            ))
+        })
     }
 
     #[allow(deprecated)] // logging/setLevel is legacy-only; rmcp marks it deprecated.

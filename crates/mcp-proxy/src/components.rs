@@ -10,14 +10,16 @@
 
 use mcp_core::{
     Context, PromptDef, RawArgs, ResourceDef, Server, Target, ToolError,
+    completion::Completion,
     types::{
         ErrorCode, GetPromptRequestParams, GetPromptResponse, JsonObject,
         ReadResourceRequestParams, ReadResourceResponse, ServerResult,
     },
 };
 use rmcp::model::{
-    ClientRequest, GetPromptRequest, ListPromptsRequest, ListResourceTemplatesRequest,
-    ListResourcesRequest, PaginatedRequestParams, Prompt, ReadResourceRequest, Resource,
+    ArgumentInfo, ClientRequest, CompleteRequest, CompleteRequestParams, CompletionContext,
+    CompletionInfo, GetPromptRequest, ListPromptsRequest, ListResourceTemplatesRequest,
+    ListResourcesRequest, PaginatedRequestParams, Prompt, ReadResourceRequest, Reference, Resource,
     ResourceTemplate,
 };
 
@@ -65,6 +67,7 @@ async fn all_pages<T>(
 /// Lists the upstream's resources, templates and prompts and registers them on `server`.
 pub(crate) async fn register(server: &Server, upstream: &Upstream) -> Result<(), ProxyError> {
     let config = |e: mcp_core::ServerError| ProxyError::Config(e.to_string());
+    let completes = upstream.offers_completions().await?;
     let resources = all_pages(
         upstream,
         "resources/list",
@@ -104,7 +107,7 @@ pub(crate) async fn register(server: &Server, upstream: &Upstream) -> Result<(),
     .await?;
     for template in templates.into_iter().flatten() {
         server
-            .add_resource(proxy_template(upstream, template))
+            .add_resource(proxy_template(upstream, template, completes))
             .map_err(config)?;
     }
     let prompts = all_pages(
@@ -124,7 +127,7 @@ pub(crate) async fn register(server: &Server, upstream: &Upstream) -> Result<(),
     .await?;
     for prompt in prompts.into_iter().flatten() {
         server
-            .add_prompt(proxy_prompt(upstream, prompt))
+            .add_prompt(proxy_prompt(upstream, prompt, completes))
             .map_err(config)?;
     }
     Ok(())
@@ -185,8 +188,16 @@ fn proxy_resource(upstream: &Upstream, resource: Resource) -> ResourceDef {
     def
 }
 
-fn proxy_template(upstream: &Upstream, template: ResourceTemplate) -> ResourceDef {
+fn proxy_template(upstream: &Upstream, template: ResourceTemplate, completes: bool) -> ResourceDef {
     let source = upstream.clone();
+    let variables: Vec<String> = if completes {
+        mcp_core::uri_template::UriTemplate::parse(&template.uri_template)
+            .map(|t| t.variables().into_iter().map(str::to_owned).collect())
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let reference = Reference::for_resource(template.uri_template.clone());
     let mut def = ResourceDef::new(
         template.uri_template.clone(),
         move |cx: Context, Target(uri): Target| read(source.clone(), cx, uri),
@@ -209,6 +220,9 @@ fn proxy_template(upstream: &Upstream, template: ResourceTemplate) -> ResourceDe
     }
     if let Some(annotations) = template.annotations {
         def = def.annotations(annotations);
+    }
+    for variable in variables {
+        def = def.complete(variable, forward_completion(upstream, reference.clone()));
     }
     def
 }
@@ -241,9 +255,20 @@ async fn render(
     }
 }
 
-fn proxy_prompt(upstream: &Upstream, prompt: Prompt) -> PromptDef {
+fn proxy_prompt(upstream: &Upstream, prompt: Prompt, completes: bool) -> PromptDef {
     let source = upstream.clone();
     let name = prompt.name.clone();
+    let completed: Vec<String> = if completes {
+        prompt
+            .arguments
+            .iter()
+            .flatten()
+            .map(|a| a.name.clone())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let reference = Reference::for_prompt(prompt.name.clone());
     let mut def = PromptDef::new(prompt.name, move |cx: Context, RawArgs(args): RawArgs| {
         render(source.clone(), cx, name.clone(), args)
     })
@@ -260,5 +285,53 @@ fn proxy_prompt(upstream: &Upstream, prompt: Prompt) -> PromptDef {
     if let Some(meta) = prompt.meta {
         def = def.meta(meta);
     }
+    for argument in completed {
+        def = def.complete(argument, forward_completion(upstream, reference.clone()));
+    }
     def
+}
+
+/// A completer that asks the upstream, for the prompt or template `reference` there.
+fn forward_completion(
+    upstream: &Upstream,
+    reference: Reference,
+) -> impl Fn(Completion) -> mcp_core::BoxFuture<'static, Result<CompletionInfo, ToolError>>
++ Send
++ Sync
++ 'static {
+    let upstream = upstream.clone();
+    move |completion: Completion| {
+        let upstream = upstream.clone();
+        let reference = reference.clone();
+        Box::pin(async move { complete(upstream, reference, completion).await })
+    }
+}
+
+/// Asks the upstream for suggestions.
+async fn complete(
+    upstream: Upstream,
+    reference: Reference,
+    completion: Completion,
+) -> Result<CompletionInfo, ToolError> {
+    let mut params = CompleteRequestParams::new(
+        reference,
+        ArgumentInfo::new(completion.argument(), completion.value()),
+    );
+    if !completion.arguments().is_empty() {
+        params = params.with_context(CompletionContext::with_arguments(
+            completion.arguments().clone(),
+        ));
+    }
+    let request = ClientRequest::CompleteRequest(CompleteRequest::new(params));
+    let result = upstream
+        .request(request, RequestOptions::from_context(completion.context()))
+        .await
+        .map_err(|e| ToolError::protocol(e.into_error_data()))?;
+    match result {
+        ServerResult::CompleteResult(answer) => Ok(answer.completion),
+        _ => Err(ToolError::new(format!(
+            "upstream '{}' answered completion/complete with another kind of result",
+            upstream.name()
+        ))),
+    }
 }

@@ -162,6 +162,8 @@ pub(crate) struct Session {
     tasks: bool,
     /// The upstream's `instructions`.
     instructions: Option<String>,
+    /// Whether the upstream advertised `completions`.
+    completions: bool,
     /// The client capabilities requests carry (plus tasks, when a call opts in).
     capabilities: ClientCapabilities,
     /// Posts calls directly, for 2026-07-28 sessions over HTTP.
@@ -348,6 +350,17 @@ impl Upstream {
     /// ```
     pub async fn instructions(&self) -> Result<Option<String>, ProxyError> {
         Ok(self.session().await?.instructions.clone())
+    }
+
+    /// Whether the upstream advertises `completions` (connects if needed).
+    ///
+    /// ```no_run
+    /// # async fn f(u: mcp_proxy::Upstream) -> Result<(), mcp_proxy::ProxyError> {
+    /// let completes = u.offers_completions().await?;
+    /// # let _ = completes; Ok(()) }
+    /// ```
+    pub async fn offers_completions(&self) -> Result<bool, ProxyError> {
+        Ok(self.session().await?.completions)
     }
 
     /// Every tool the upstream lists (all pages), `execution` kept where the upstream's
@@ -880,6 +893,9 @@ async fn session_of(
                 .is_some_and(|e| e.contains_key(TASKS_EXTENSION_ID))
         });
     let instructions = info.as_ref().and_then(|i| i.instructions.clone());
+    let completions = info
+        .as_ref()
+        .is_some_and(|i| i.capabilities.completions.is_some());
     // The proxy lists on demand and must see upstream changes: no client-side cache.
     peer.set_response_cache_config(rmcp::service::ClientCacheConfig::disabled())
         .await;
@@ -890,6 +906,7 @@ async fn session_of(
         modern,
         tasks,
         instructions,
+        completions,
         capabilities,
         poster: None,
         fault: None,

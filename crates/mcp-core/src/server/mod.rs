@@ -13,6 +13,7 @@ use std::{
 
 mod access;
 mod changes;
+mod completions;
 mod listing;
 mod prompts;
 mod resources;
@@ -1428,6 +1429,13 @@ impl Server {
             Message::Discover(discover) => Box::pin(std::future::ready(Ok(Reply::Discover(
                 Box::new(discover.result),
             )))),
+            Message::Custom(request) if request.method == completions::METHOD => {
+                Box::pin(async move {
+                    self.complete_endpoint(request.cx, request.params)
+                        .await
+                        .map(Reply::Custom)
+                })
+            }
             Message::Custom(request) => Box::pin(async move {
                 let extension = self.inner.methods.load().get(&request.method).cloned();
                 match extension {
@@ -1481,6 +1489,9 @@ impl Server {
             .enable_resources_list_changed()
             .enable_tool_list_changed()
             .build();
+        if self.has_completers() {
+            capabilities.completions = Some(JsonObject::new());
+        }
         let extensions: std::collections::BTreeMap<String, JsonObject> = self
             .inner
             .extensions
