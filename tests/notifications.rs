@@ -13,7 +13,7 @@ use mcpkit::{
 use rmcp::{RoleClient, service::RunningService};
 use serde_json::json;
 use test_helpers::{
-    client::{ClientEvent, Lifecycle, RecordingClient, connect_with},
+    client::{ClientEvent, Lifecycle, RecordingClient, recording_in_memory},
     tasks::TaskClient,
 };
 use tokio::sync::{Notify, mpsc::UnboundedReceiver};
@@ -23,14 +23,9 @@ type Client = RunningService<RoleClient, RecordingClient>;
 const PATIENCE: Duration = Duration::from_secs(5);
 
 async fn connect(server: Server, lifecycle: Lifecycle) -> (Client, UnboundedReceiver<ClientEvent>) {
-    let (client_end, server_end) = tokio::io::duplex(1 << 20);
-    let (read, write) = tokio::io::split(server_end);
-    tokio::spawn(server.serve_io(read, write));
-    let (handler, events) = RecordingClient::new(false);
-    let client = connect_with(handler, client_end, lifecycle)
+    recording_in_memory(server, lifecycle)
         .await
-        .expect("connect");
-    (client, events)
+        .expect("connect")
 }
 
 /// The next event, within [`PATIENCE`].

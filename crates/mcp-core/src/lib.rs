@@ -87,7 +87,9 @@ pub use output::{
 };
 pub use prompt::{IntoPromptResult, PromptDef, PromptInfo};
 pub use resource::{IntoResourceContents, ResourceDef, ResourceInfo, TemplateInfo};
-pub use server::{ListKind, PromptGet, ResourceRead, RunningServer, Server, ToolCall};
+pub use server::{
+    ListKind, MAX_RESOURCE_SUBSCRIPTIONS, PromptGet, ResourceRead, RunningServer, Server, ToolCall,
+};
 pub use service::McpService;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{TaskConfig, ToolDef, ToolInfo};

@@ -4,9 +4,12 @@
 //! capability gates and per-era result shaping; the adapter turns each request into a
 //! [`RequestScope`] and hands it to the root server's middleware chain.
 
-use std::sync::{
-    Arc, Mutex, PoisonError,
-    atomic::{AtomicBool, Ordering},
+use std::{
+    collections::HashSet,
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicBool, Ordering},
+    },
 };
 
 use mcp_types::{
@@ -53,6 +56,21 @@ pub struct McpService {
     /// Cancelled when the last handle on this connection's service is dropped: stops the
     /// connection's list-change forwarder.
     connection: Arc<ConnectionGuard>,
+    /// The resources this connection subscribed to (`resources/subscribe`, 2025-11-25).
+    watched: Arc<Watched>,
+}
+
+/// A 2025-11-25 session's resource subscriptions, and whether their forwarder runs.
+#[derive(Default)]
+struct Watched {
+    uris: Mutex<HashSet<String>>,
+    forwarding: AtomicBool,
+}
+
+impl Watched {
+    fn uris(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.uris.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// Cancels its token when dropped.
@@ -81,6 +99,7 @@ impl McpService {
             legacy: Arc::new(AtomicBool::new(false)),
             log_level: Arc::new(Mutex::new(None)),
             connection: Arc::default(),
+            watched: Arc::default(),
         }
     }
 
@@ -95,6 +114,7 @@ impl McpService {
             legacy: Arc::new(AtomicBool::new(false)),
             log_level: Arc::new(Mutex::new(None)),
             connection: Arc::default(),
+            watched: Arc::default(),
             ..self.clone()
         }
     }
@@ -364,6 +384,54 @@ async fn forward_list_changes(
                 ListKind::Prompts => peer.notify_prompt_list_changed().await,
             };
             if sent.is_err() {
+                // The connection is gone.
+                return;
+            }
+        }
+    }
+}
+
+/// The watched URIs an update concerns: the one updated, or all of them after the receiver
+/// fell behind; `None` when the server is gone.
+fn updated_uris(
+    update: Result<Arc<str>, broadcast::error::RecvError>,
+    watched: &HashSet<String>,
+) -> Option<Vec<String>> {
+    match update {
+        Ok(uri) => Some(
+            watched
+                .contains(&*uri)
+                .then(|| uri.to_string())
+                .into_iter()
+                .collect(),
+        ),
+        Err(broadcast::error::RecvError::Lagged(_)) => Some(watched.iter().cloned().collect()),
+        Err(broadcast::error::RecvError::Closed) => None,
+    }
+}
+
+/// Sends `notifications/resources/updated` for the resources a legacy session watches,
+/// until it closes.
+async fn forward_resource_updates(
+    mut updates: broadcast::Receiver<Arc<str>>,
+    peer: Peer<RoleServer>,
+    watched: Arc<Watched>,
+    closed: tokio_util::sync::CancellationToken,
+) {
+    loop {
+        let update = tokio::select! {
+            () = closed.cancelled() => return,
+            update = updates.recv() => update,
+        };
+        let uris: Vec<String> = match update {
+            Ok(uri) if watched.uris().contains(&*uri) => vec![uri.to_string()],
+            Ok(_) => continue,
+            Err(broadcast::error::RecvError::Lagged(_)) => watched.uris().iter().cloned().collect(),
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        for uri in uris {
+            let params = mcp_types::ResourceUpdatedNotificationParam::new(uri);
+            if peer.notify_resource_updated(params).await.is_err() {
                 // The connection is gone.
                 return;
             }
@@ -649,11 +717,43 @@ impl ServerHandler for McpService {
         accepted.tools_list_changed = requested.tools_list_changed;
         accepted.prompts_list_changed = requested.prompts_list_changed;
         accepted.resources_list_changed = requested.resources_list_changed;
+        // Resources that exist, at most MAX_RESOURCE_SUBSCRIPTIONS of them; whether the caller
+        // may read each is checked when listening starts (with its context).
+        let watched: Vec<String> = requested
+            .resource_subscriptions
+            .iter()
+            .flatten()
+            .filter(|uri| self.root.has_resource(uri))
+            .take(crate::MAX_RESOURCE_SUBSCRIPTIONS)
+            .cloned()
+            .collect();
+        if !watched.is_empty() {
+            accepted.resource_subscriptions = Some(watched);
+        }
         Some(accepted)
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let mut changes = self.root.list_changes();
+        let mut updates = self.root.resource_updates();
+        let cx = self.context(context.request_context().clone());
+        let watched: HashSet<String> = context
+            .accepted()
+            .resource_subscriptions
+            .iter()
+            .flatten()
+            .filter(|uri| self.root.check_watchable(&cx, uri).is_ok())
+            .cloned()
+            .collect();
+        let accepted = context.accepted().clone();
+        let wants = |kind: ListKind| {
+            let flag = match kind {
+                ListKind::Tools => accepted.tools_list_changed,
+                ListKind::Resources => accepted.resources_list_changed,
+                ListKind::Prompts => accepted.prompts_list_changed,
+            };
+            flag == Some(true)
+        };
         loop {
             tokio::select! {
                 () = context.cancelled() => return Ok(()),
@@ -662,7 +762,7 @@ impl ServerHandler for McpService {
                     if kinds.is_empty() {
                         return Ok(());
                     }
-                    for kind in kinds {
+                    for kind in kinds.into_iter().filter(|k| wants(*k)) {
                         let sink = context.sink();
                         let sent = match kind {
                             ListKind::Tools => sink.notify_tool_list_changed().await,
@@ -675,8 +775,62 @@ impl ServerHandler for McpService {
                         }
                     }
                 }
+                update = updates.recv(), if !watched.is_empty() => {
+                    let Some(uris) = updated_uris(update, &watched) else {
+                        return Ok(());
+                    };
+                    for uri in uris {
+                        if let Err(error) = context.sink().notify_resource_updated(uri).await {
+                            tracing::debug!(%error, "subscription closed");
+                            return Ok(());
+                        }
+                    }
+                }
             }
         }
+    }
+
+    #[allow(deprecated)] // resources/subscribe is legacy-only; rmcp marks it deprecated.
+    async fn subscribe(
+        &self,
+        request: mcp_types::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let peer = context.peer.clone();
+        let cx = self.context(context);
+        self.root.check_watchable(&cx, &request.uri)?;
+        {
+            let mut uris = self.watched.uris();
+            if !uris.contains(&request.uri) && uris.len() >= crate::MAX_RESOURCE_SUBSCRIPTIONS {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "this session already watches {} resources, the most it may",
+                        crate::MAX_RESOURCE_SUBSCRIPTIONS
+                    ),
+                    None,
+                ));
+            }
+            uris.insert(request.uri);
+        }
+        if !self.watched.forwarding.swap(true, Ordering::AcqRel) {
+            tokio::spawn(forward_resource_updates(
+                self.root.resource_updates(),
+                peer,
+                Arc::clone(&self.watched),
+                self.connection.0.clone(),
+            ));
+        }
+        Ok(())
+    }
+
+    #[allow(deprecated)] // resources/unsubscribe is legacy-only; rmcp marks it deprecated.
+    async fn unsubscribe(
+        &self,
+        request: mcp_types::UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.watched.uris().remove(&request.uri);
+        Ok(())
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

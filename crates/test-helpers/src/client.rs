@@ -94,6 +94,8 @@ pub enum ClientEvent {
     ResourcesChanged,
     /// `notifications/prompts/list_changed`.
     PromptsChanged,
+    /// `notifications/resources/updated`: the resource's URI.
+    ResourceUpdated(String),
 }
 
 /// A client that declares form elicitation, answers every elicitation with a fixed content
@@ -212,6 +214,14 @@ impl rmcp::ClientHandler for RecordingClient {
     ) {
         self.record(ClientEvent::PromptsChanged);
     }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.record(ClientEvent::ResourceUpdated(params.uri));
+    }
 }
 
 /// Connects an rmcp client over `transport` in the given era.
@@ -280,4 +290,34 @@ pub async fn in_memory(
     let server = tokio::spawn(server.serve_io(read, write));
     let client = connect(client_end, lifecycle, tasks).await?;
     Ok(InMemory { client, server })
+}
+
+/// Serves `server` on one end of a duplex and connects a [`RecordingClient`] (no tasks) to
+/// the other, in the given era: the client, and the events it records.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// use test_helpers::client::{Lifecycle, recording_in_memory};
+/// let (client, _events) = recording_in_memory(mcp_core::Server::new("s"), Lifecycle::Legacy)
+///     .await
+///     .unwrap();
+/// client.cancel().await.unwrap();
+/// # });
+/// ```
+pub async fn recording_in_memory(
+    server: Server,
+    lifecycle: Lifecycle,
+) -> Result<
+    (
+        RunningService<RoleClient, RecordingClient>,
+        tokio::sync::mpsc::UnboundedReceiver<ClientEvent>,
+    ),
+    ClientInitializeError,
+> {
+    let (client_end, server_end) = tokio::io::duplex(1 << 20);
+    let (read, write) = tokio::io::split(server_end);
+    tokio::spawn(server.serve_io(read, write));
+    let (handler, events) = RecordingClient::new(false);
+    let client = connect_with(handler, client_end, lifecycle).await?;
+    Ok((client, events))
 }

@@ -17,10 +17,12 @@ mod completions;
 mod listing;
 mod prompts;
 mod resources;
+mod updates;
 
 pub use changes::ListKind;
 pub use prompts::PromptGet;
 pub use resources::ResourceRead;
+pub use updates::MAX_RESOURCE_SUBSCRIPTIONS;
 
 use arc_swap::ArcSwap;
 use futures::FutureExt as _;
@@ -108,6 +110,8 @@ struct ServerInner {
     seal: ArcSwap<crate::request_state::StateSeal>,
     /// List-changed announcements of this server and everything below it.
     changes: tokio::sync::broadcast::Sender<ListKind>,
+    /// The URIs of resources that changed, here and below, as this server exposes them.
+    updates: tokio::sync::broadcast::Sender<Arc<str>>,
     /// The servers this one is mounted in (weak: parents own their children).
     parents: Mutex<Vec<std::sync::Weak<ServerInner>>>,
     /// Decides whether a granted scope covers a required one; `None` is the parent's, or
@@ -358,6 +362,7 @@ impl Server {
                 running: AtomicBool::new(false),
                 write: Mutex::new(()),
                 changes: tokio::sync::broadcast::channel(changes::CHANNEL_CAPACITY).0,
+                updates: tokio::sync::broadcast::channel(updates::UPDATES_CAPACITY).0,
                 seal: ArcSwap::from_pointee(crate::request_state::StateSeal::random()),
                 parents: Mutex::default(),
                 scope_matcher: arc_swap::ArcSwapOption::empty(),
@@ -1484,6 +1489,7 @@ impl Server {
             .enable_logging()
             .enable_prompts()
             .enable_resources()
+            .enable_resources_subscribe()
             .enable_tools()
             .enable_prompts_list_changed()
             .enable_resources_list_changed()
