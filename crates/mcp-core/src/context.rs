@@ -579,6 +579,30 @@ impl Context {
         self.scope.request_state()
     }
 
+    /// Ends the SSE stream this request's answer travels on while the request goes on
+    /// working, for long calls behind proxies that cut idle connections (SEP-1699). The
+    /// client is told when to reconnect (`HttpConfig::sse_retry`); reconnecting with
+    /// `Last-Event-ID`, it gets everything sent since, the answer included. Only requests
+    /// of 2025-11-25 sessions over HTTP have such a stream: elsewhere this does nothing and
+    /// answers `false`.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), Default::default());
+    /// assert!(!cx.close_sse_stream().await); // in process: no stream
+    /// # });
+    /// ```
+    pub async fn close_sse_stream(&self) -> bool {
+        match self
+            .scope
+            .extensions()
+            .get::<crate::transport::http::streams::StreamCloser>()
+        {
+            Some(stream) => stream.close().await,
+            None => false,
+        }
+    }
+
     pub(crate) fn scope_arc(&self) -> Arc<RequestScope> {
         Arc::clone(&self.scope)
     }

@@ -37,6 +37,7 @@ pub struct HttpConfig {
     pub(super) origins: Origins,
     pub(super) json_response: bool,
     pub(super) sse_keep_alive: Option<Duration>,
+    pub(super) sse_retry: Duration,
     pub(super) max_body_bytes: usize,
     pub(super) header_timeout: Duration,
     pub(super) body_timeout: Duration,
@@ -79,6 +80,7 @@ impl Default for HttpConfig {
             origins: Origins::Default,
             json_response: true,
             sse_keep_alive: Some(Duration::from_secs(15)),
+            sse_retry: Duration::from_secs(3),
             max_body_bytes: Self::DEFAULT_MAX_BODY_BYTES,
             header_timeout: Self::DEFAULT_HEADER_TIMEOUT,
             body_timeout: Self::DEFAULT_BODY_TIMEOUT,
@@ -252,6 +254,17 @@ impl HttpConfig {
     /// ```
     pub fn allow_any_origin(mut self) -> Self {
         self.origins = Origins::Any;
+        self
+    }
+
+    /// How long a 2025-11-25 client whose SSE stream ended should wait before it reconnects
+    /// with `Last-Event-ID` (the `retry` field of the streams' priming events; default 3 s).
+    ///
+    /// ```
+    /// let _ = mcp_core::HttpConfig::new().sse_retry(std::time::Duration::from_millis(500));
+    /// ```
+    pub fn sse_retry(mut self, retry: Duration) -> Self {
+        self.sse_retry = retry;
         self
     }
 

@@ -21,6 +21,7 @@ mod origin;
 mod probe;
 mod reject_log;
 mod reply;
+pub(crate) mod streams;
 
 use std::{convert::Infallible, future::Future, net::SocketAddr, sync::Arc};
 
@@ -72,11 +73,16 @@ impl Server {
         sessions.session_config = session_config;
         let sessions = Arc::new(sessions);
         let service = McpService::new(self.clone());
+        let resumable = Arc::new(streams::Sessions::new(
+            Arc::clone(&sessions),
+            config.sse_retry,
+        ));
         let http = StreamableHttpService::new(
             move || Ok(service.for_connection()),
-            sessions.clone(),
+            resumable,
             StreamableHttpServerConfig::default()
                 .with_json_response(config.json_response)
+                .with_sse_retry(Some(config.sse_retry))
                 .with_sse_keep_alive(config.sse_keep_alive)
                 .with_cancellation_token(shutdown)
                 .with_max_request_body_bytes(config.max_body_bytes)
