@@ -235,3 +235,55 @@ async fn subscriptions_listen_pushes_updates_for_the_listed_resources_only() {
     }
     client.cancel().await.expect("close");
 }
+
+/// A child whose `data://secret` needs a scope an anonymous caller lacks.
+fn guarded() -> (Server, Server) {
+    let (parent, child) = servers();
+    child
+        .add_resource(
+            ResourceDef::new("data://secret", || async { "secret" }).requires(["files:read"]),
+        )
+        .expect("resource");
+    (parent, child)
+}
+
+#[tokio::test]
+async fn a_caller_who_may_not_read_a_resource_cannot_watch_it_in_either_era() {
+    let (parent, child) = guarded();
+    let (legacy, mut legacy_events) = over_a_stream(parent.clone(), Lifecycle::Legacy).await;
+    let refused = subscribe(&legacy, "data://docs/secret").await;
+    assert!(refused.is_err(), "{refused:?}");
+    subscribe(&legacy, "data://docs/readme")
+        .await
+        .expect("subscribe");
+
+    // A second root over the same child (a server serves one stream at a time).
+    let other_parent = Server::new("other");
+    other_parent.mount(&child, "docs").expect("mount");
+    drop(parent);
+    let (modern, _events) = over_a_stream(other_parent, Lifecycle::Modern).await;
+    let mut filter = SubscriptionFilter::default();
+    filter.resource_subscriptions = Some(vec![
+        "data://docs/secret".to_owned(),
+        "data://docs/readme".to_owned(),
+    ]);
+    let mut subscription = modern.listen(filter).await.expect("subscriptions/listen");
+
+    // The secret's update first: neither client may hear it, so each hears the readme's.
+    child.resource_updated("data://secret");
+    child.resource_updated("data://readme");
+    assert_eq!(next_update(&mut legacy_events).await, "data://docs/readme");
+    let notification = tokio::time::timeout(PATIENCE, subscription.next())
+        .await
+        .expect("a notification in time")
+        .expect("the subscription is open")
+        .expect("a notification");
+    match notification {
+        ServerNotification::ResourceUpdatedNotification(update) => {
+            assert_eq!(update.params.uri, "data://docs/readme");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    legacy.cancel().await.expect("close");
+    modern.cancel().await.expect("close");
+}
