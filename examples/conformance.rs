@@ -654,6 +654,16 @@ async fn multi_input(cx: Context) -> Result<Outcome<String>, ToolError> {
     ))
 }
 
+/// The question `test_tool_with_task` asks before its task exists.
+async fn ask_user_name(cx: Context) -> Result<Option<InputRequired>, ToolError> {
+    if answer(&cx, "user_name").is_some() {
+        return Ok(None);
+    }
+    Ok(Some(
+        InputRequired::new().request("user_name", ask_name("What is your name?")?),
+    ))
+}
+
 async fn tool_with_task(cx: Context) -> Result<Outcome<String>, ToolError> {
     if let Some(reply) = answer(&cx, "user_name") {
         return Ok(Outcome::Done(format!(
@@ -960,7 +970,9 @@ fn conformance_server() -> Result<Server, Box<dyn std::error::Error>> {
     tools(&server)?;
     task_tools(&server)?;
     resources_and_prompts(&server)?;
-    server.add_extension(TasksExtension::new())?;
+    // test_tool_with_task asks for the name in synchronous rounds; the round that answers it
+    // creates the task (SEP-2322 + SEP-2663 composition).
+    server.add_extension(TasksExtension::new().ask_first("test_tool_with_task", ask_user_name))?;
     Ok(server)
 }
 

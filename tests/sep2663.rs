@@ -11,9 +11,8 @@
 //! Declined here, with the reason:
 //! * R12 (`subscriptions/listen` with `taskIds` without the opt-in): `subscriptions/listen`
 //!   is not implemented by the framework.
-//! * R22 (MRTR rounds before a task is created): the framework decides to create a task
-//!   before the tool runs, so pre-task `InputRequiredResult` rounds are an MCP-surface
-//!   feature, not part of the tasks engine.
+//! * R22 (MRTR rounds before a task is created): not here but in `tests/sep2663_wire.rs`
+//!   (r22), over HTTP, with `TasksExtension::ask_first`.
 //! * R50, R51 (no progress/message notifications for task work; `notifications/tasks`
 //!   bodies): the server never sends `notifications/tasks`, and a worker run has no peer to
 //!   send progress or log notifications to, so there is nothing to observe.

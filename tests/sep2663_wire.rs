@@ -144,6 +144,9 @@ fn validate_answer(method: &str, message: &Value) {
         "tools/call" if result["resultType"] == "task" => {
             assert_valid(Spec::Tasks, "CreateTaskResult", result);
         }
+        "tools/call" if result["resultType"] == "input_required" => {
+            assert_valid(Spec::Mcp, "InputRequiredResult", result);
+        }
         "tools/call" => assert_valid_call_tool_result(result, false),
         "tasks/get" => assert_valid(Spec::Tasks, "GetTaskResult", result),
         "tasks/update" => assert_valid(Spec::Tasks, "UpdateTaskResult", result),
@@ -786,4 +789,95 @@ async fn r03_r08_connections_without_the_modern_optin_never_get_a_task() {
         }
         pair.client.cancel().await.expect("close");
     }
+}
+
+// ------------------------------------------------------------------------------ R22
+
+/// A required task tool that asks for a name before its task exists
+/// (`TasksExtension::ask_first`), then greets it from the task's run.
+fn asking_server() -> Server {
+    use mcpkit::{Context, InputRequired, types::InputRequest};
+    let server = Server::new("asking");
+    server
+        .add_tool(
+            ToolDef::new("greet_later", |cx: Context| async move {
+                let name = cx
+                    .input_responses()
+                    .and_then(|r| r.get("user_name"))
+                    .and_then(|a| a["content"]["name"].as_str())
+                    .unwrap_or("nobody")
+                    .to_owned();
+                format!("Hello, {name}!")
+            })
+            .task(mcpkit::types::TaskSupport::Required),
+        )
+        .expect("tool");
+    let ask = |cx: Context| async move {
+        if cx
+            .input_responses()
+            .is_some_and(|r| r.contains_key("user_name"))
+        {
+            return Ok(None);
+        }
+        let request: InputRequest = serde_json::from_value(json!({
+            "method": "elicitation/create",
+            "params": {"mode": "form", "message": "What is your name?", "requestedSchema": {
+                "type": "object", "properties": {"name": {"type": "string"}},
+                "required": ["name"]}}
+        }))
+        .expect("an elicitation");
+        Ok(Some(InputRequired::new().request("user_name", request)))
+    };
+    server
+        .add_extension(
+            TasksExtension::with_config(TasksConfig::default()).ask_first("greet_later", ask),
+        )
+        .expect("extension");
+    server
+}
+
+#[tokio::test]
+async fn r22_input_rounds_answered_before_the_task_exists_and_the_final_round_creates_it() {
+    let server = asking_server();
+    let http = Http::serve(server.clone()).await;
+    // Round 1: an input round on the request itself, no task.
+    let first = http.tool("greet_later", json!({}), true).await;
+    let first = first.result("round 1").clone();
+    assert_eq!(first["resultType"], "input_required", "{first}");
+    assert!(first.get("taskId").is_none(), "{first}");
+    assert!(first["inputRequests"]["user_name"].is_object(), "{first}");
+    let state = first["requestState"]
+        .as_str()
+        .expect("requestState")
+        .to_owned();
+    // The same round again without answers asks again: still no task.
+    let again = http.tool("greet_later", json!({}), true).await;
+    assert_eq!(
+        again.result("round 1 again")["resultType"],
+        "input_required"
+    );
+
+    // Round 2: the answer; this round creates the task.
+    let answer = json!({"action": "accept", "content": {"name": "Ada"}});
+    let created = http
+        .call(
+            "tools/call",
+            json!({"name": "greet_later", "arguments": {}, "requestState": state,
+                   "inputResponses": {"user_name": answer}}),
+            true,
+            Name::Matching,
+        )
+        .await;
+    let created = created.result("round 2").clone();
+    assert_eq!(created["resultType"], "task", "{created}");
+    assert!(created.get("requestState").is_none(), "{created}");
+    let id = created["taskId"].as_str().expect("taskId").to_owned();
+    // The run saw the answer gathered before the task existed.
+    let done = http.wait(&server, &id, &DONE).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["content"][0]["text"], "Hello, Ada!",
+        "{done}"
+    );
+    http.shutdown().await;
 }

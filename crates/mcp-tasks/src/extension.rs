@@ -1,9 +1,15 @@
 //! [`TasksExtension`]: SEP-2663 on an `mcp-core` server.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, PoisonError},
+};
 
 use async_trait::async_trait;
-use mcp_core::{BoxError, CallTool, Context, Era, Extension, Server, ToolCallNext, ToolInfo};
+use mcp_core::{
+    BoxError, BoxFuture, CallTool, Context, Era, Extension, InputRequired, Server, ToolCallNext,
+    ToolError, ToolInfo,
+};
 use mcp_types::{
     CallToolResponse, CancelTaskParams, ClientCapabilities, CreateTaskResult, DetailedTask,
     ErrorData, GetTaskParams, GetTaskResult, JsonObject, TASKS_EXTENSION_ID, Task, TaskAckResult,
@@ -41,7 +47,14 @@ pub struct TasksExtension {
     config: Arc<TasksConfig>,
     backend: Option<Arc<dyn TaskBackend>>,
     running: Mutex<Option<RunningEngine>>,
+    /// Questions asked before a task exists, by the tool's name at the root.
+    asks: HashMap<String, Ask>,
 }
+
+/// A tool's questions before its task exists: an input round to answer first, or `None`.
+type Ask = Arc<
+    dyn Fn(Context) -> BoxFuture<'static, Result<Option<InputRequired>, ToolError>> + Send + Sync,
+>;
 
 struct RunningEngine {
     engine: Engine,
@@ -176,7 +189,41 @@ impl TasksExtension {
             config: Arc::new(config),
             backend: None,
             running: Mutex::new(None),
+            asks: HashMap::new(),
         }
+    }
+
+    /// Lets the task tool `tool` (its name at the root) gather input before its task
+    /// exists. On each round of a `tools/call` that would create the task, `ask` runs first,
+    /// in the request: while it answers `Some(InputRequired)`, that input round goes back to
+    /// the client as the call's answer (no task); once it answers `None`, the task is
+    /// created, and its run sees that round's answers (`Context::input_responses`). Input
+    /// rounds inside the running task keep working as before.
+    ///
+    /// ```
+    /// use mcp_core::{Context, InputRequired, types::InputRequest};
+    /// use mcp_tasks::TasksExtension;
+    ///
+    /// let _ = TasksExtension::new().ask_first("greet", |cx: Context| async move {
+    ///     if cx.input_responses().is_some_and(|r| r.contains_key("name")) {
+    ///         return Ok(None);
+    ///     }
+    ///     let ask = serde_json::json!({"method": "elicitation/create", "params": {
+    ///         "mode": "form", "message": "Your name?",
+    ///         "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}});
+    ///     let request: InputRequest = serde_json::from_value(ask).unwrap();
+    ///     Ok(Some(InputRequired::new().request("name", request)))
+    /// });
+    /// ```
+    pub fn ask_first<F, Fut>(mut self, tool: impl Into<String>, ask: F) -> Self
+    where
+        F: Fn(Context) -> Fut + Send + Sync + 'static,
+        Fut:
+            std::future::Future<Output = Result<Option<InputRequired>, ToolError>> + Send + 'static,
+    {
+        let ask: Ask = Arc::new(move |cx| Box::pin(ask(cx)));
+        self.asks.insert(tool.into(), ask);
+        self
     }
 
     /// Uses `backend` instead of the one the URL names.
@@ -241,6 +288,7 @@ impl TasksExtension {
         engine: &Engine,
         call: &CallTool,
         tool: &ToolInfo,
+        gathered: bool,
     ) -> Result<CreateTaskResult, ErrorData> {
         // Arguments are checked before anything exists (I15, D05).
         tool.validate_arguments(&call.arguments)?;
@@ -252,6 +300,8 @@ impl TasksExtension {
             tool: Some(call.name.clone()),
             version: tool.version().map(ToString::to_string),
             principal,
+            // Answers gathered before the task existed go to its first run.
+            input_responses: gathered.then(|| scope.input_responses().cloned()).flatten(),
         };
         let context = match serde_json::to_value(&snapshot) {
             Ok(Value::Object(context)) => context,
@@ -464,10 +514,22 @@ impl Extension for TasksExtension {
             None => next.run(call).await,
             Some(Err(refusal)) => Err(refusal),
             Some(Ok(())) => match self.engine() {
-                Some(engine) => self
-                    .submit(&engine, &call, &tool)
-                    .await
-                    .map(CallToolResponse::Task),
+                Some(engine) => {
+                    let asked = match self.asks.get(&call.name) {
+                        Some(ask) => Some(ask(call.context().clone()).await.map_err(|e| {
+                            let masked = call.context().server().masks_error_details();
+                            e.into_request_error("tool", &call.name, masked)
+                        })?),
+                        None => None,
+                    };
+                    if let Some(Some(round)) = asked {
+                        return Ok(CallToolResponse::InputRequired(round.into()));
+                    }
+                    let gathered = asked.is_some();
+                    self.submit(&engine, &call, &tool, gathered)
+                        .await
+                        .map(CallToolResponse::Task)
+                }
                 // Not started (an in-process call without `start`): run it (C41).
                 None => next.run(call).await,
             },

@@ -26,6 +26,11 @@ pub struct TaskSnapshot {
     /// The submitting caller; `None` is anonymous.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub principal: Option<Principal>,
+    /// The answers gathered in input rounds before the task existed (see
+    /// [`TasksExtension::ask_first`](crate::TasksExtension::ask_first)): the first run sees
+    /// them as its `inputResponses`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<mcp_types::InputResponses>,
 }
 
 /// The tool a snapshot names, looked up on `root` at exactly the recorded version.

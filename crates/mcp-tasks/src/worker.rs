@@ -630,6 +630,9 @@ async fn execute(root: &Server, backend: &Arc<dyn TaskBackend>, run: Claimed, he
             }
             if let Some(responses) = run.responses {
                 scope = scope.with_input(responses, run.request_state);
+            } else if let Some(gathered) = snapshot.input_responses {
+                // The answers gathered before the task existed, for its first run.
+                scope = scope.with_input(gathered, None);
             }
             scope =
                 scope.with_progress_sink(progress_to_status(Arc::clone(backend), lease.clone()));

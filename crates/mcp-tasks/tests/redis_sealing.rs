@@ -52,6 +52,7 @@ fn new_task_of(principal: Principal, arguments: Value) -> NewTask {
         tool: Some("t".to_owned()),
         version: Some("1.0.0".to_owned()),
         principal: Some(principal),
+        ..TaskSnapshot::default()
     };
     let Ok(Value::Object(context)) = serde_json::to_value(&snapshot) else {
         panic!("a snapshot is an object");
