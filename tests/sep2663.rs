@@ -10,7 +10,7 @@
 //!
 //! Declined here, with the reason:
 //! * R12 (`subscriptions/listen` with `taskIds` without the opt-in): `subscriptions/listen`
-//!   is not implemented by the framework.
+//!   carries list changes and resource updates, not task status yet.
 //! * R22 (MRTR rounds before a task is created): not here but in `tests/sep2663_wire.rs`
 //!   (r22), over HTTP, with `TasksExtension::ask_first`.
 //! * R50, R51 (no progress/message notifications for task work; `notifications/tasks`

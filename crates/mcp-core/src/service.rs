@@ -58,7 +58,19 @@ pub struct McpService {
     connection: Arc<ConnectionGuard>,
     /// The resources this connection subscribed to (`resources/subscribe`, 2025-11-25).
     watched: Arc<Watched>,
+    /// Change receivers opened when a `subscriptions/listen` is accepted, before rmcp sends
+    /// its acknowledgment, for the listen that follows: a change the client makes as soon
+    /// as it is acknowledged is then seen.
+    listening: Arc<Mutex<std::collections::VecDeque<Listening>>>,
 }
+
+/// The receivers one `subscriptions/listen` reads.
+type Listening = (broadcast::Receiver<ListKind>, broadcast::Receiver<Arc<str>>);
+
+/// How many accepted listens may wait for their receivers at once (more only happen when
+/// a client floods one connection; the oldest are then dropped, and their listens open
+/// receivers of their own).
+const PENDING_LISTENS: usize = 16;
 
 /// A 2025-11-25 session's resource subscriptions, and whether their forwarder runs.
 #[derive(Default)]
@@ -100,6 +112,7 @@ impl McpService {
             log_level: Arc::new(Mutex::new(None)),
             connection: Arc::default(),
             watched: Arc::default(),
+            listening: Arc::default(),
         }
     }
 
@@ -115,6 +128,7 @@ impl McpService {
             log_level: Arc::new(Mutex::new(None)),
             connection: Arc::default(),
             watched: Arc::default(),
+            listening: Arc::default(),
             ..self.clone()
         }
     }
@@ -730,12 +744,25 @@ impl ServerHandler for McpService {
         if !watched.is_empty() {
             accepted.resource_subscriptions = Some(watched);
         }
+        let mut listening = self
+            .listening
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if listening.len() >= PENDING_LISTENS {
+            listening.pop_front();
+        }
+        listening.push_back((self.root.list_changes(), self.root.resource_updates()));
         Some(accepted)
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        let mut changes = self.root.list_changes();
-        let mut updates = self.root.resource_updates();
+        let pending = self
+            .listening
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop_front();
+        let (mut changes, mut updates) =
+            pending.unwrap_or_else(|| (self.root.list_changes(), self.root.resource_updates()));
         let cx = self.context(context.request_context().clone());
         let watched: HashSet<String> = context
             .accepted()
