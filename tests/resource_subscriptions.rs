@@ -72,6 +72,20 @@ async fn next_update(events: &mut UnboundedReceiver<ClientEvent>) -> String {
     }
 }
 
+/// The URI of the next notification on a `subscriptions/listen` stream, which must be a
+/// resource update.
+async fn next_pushed_update(subscription: &mut rmcp::service::Subscription) -> String {
+    let notification = tokio::time::timeout(PATIENCE, subscription.next())
+        .await
+        .expect("a notification in time")
+        .expect("the subscription is open")
+        .expect("a notification");
+    match notification {
+        ServerNotification::ResourceUpdatedNotification(update) => update.params.uri,
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
 #[allow(deprecated)] // resources/subscribe is legacy-only; rmcp marks it deprecated.
 async fn subscribe(client: &Client, uri: &str) -> Result<(), ServiceError> {
     client.subscribe(SubscribeRequestParams::new(uri)).await
@@ -222,17 +236,10 @@ async fn subscriptions_listen_pushes_updates_for_the_listed_resources_only() {
         .expect("tool");
     child.resource_updated("data://other");
     child.resource_updated("data://readme");
-    let notification = tokio::time::timeout(PATIENCE, subscription.next())
-        .await
-        .expect("a notification in time")
-        .expect("the subscription is open")
-        .expect("a notification");
-    match notification {
-        ServerNotification::ResourceUpdatedNotification(update) => {
-            assert_eq!(update.params.uri, "data://docs/readme");
-        }
-        other => panic!("unexpected {other:?}"),
-    }
+    assert_eq!(
+        next_pushed_update(&mut subscription).await,
+        "data://docs/readme"
+    );
     client.cancel().await.expect("close");
 }
 
@@ -273,17 +280,10 @@ async fn a_caller_who_may_not_read_a_resource_cannot_watch_it_in_either_era() {
     child.resource_updated("data://secret");
     child.resource_updated("data://readme");
     assert_eq!(next_update(&mut legacy_events).await, "data://docs/readme");
-    let notification = tokio::time::timeout(PATIENCE, subscription.next())
-        .await
-        .expect("a notification in time")
-        .expect("the subscription is open")
-        .expect("a notification");
-    match notification {
-        ServerNotification::ResourceUpdatedNotification(update) => {
-            assert_eq!(update.params.uri, "data://docs/readme");
-        }
-        other => panic!("unexpected {other:?}"),
-    }
+    assert_eq!(
+        next_pushed_update(&mut subscription).await,
+        "data://docs/readme"
+    );
     legacy.cancel().await.expect("close");
     modern.cancel().await.expect("close");
 }
