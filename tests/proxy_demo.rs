@@ -602,3 +602,95 @@ async fn an_existing_rmcp_client_is_proxied() {
     );
     pair.client.cancel().await.ok();
 }
+
+/// The next `notifications/tasks` on a listen, schema-checked, its params without `_meta`.
+async fn next_task_push(listen: &mut test_helpers::http::Listen) -> Value {
+    let message = listen
+        .next(std::time::Duration::from_secs(30))
+        .await
+        .expect("a task notification in time");
+    assert_eq!(message["method"], "notifications/tasks", "{message}");
+    test_helpers::schema::assert_valid(
+        test_helpers::schema::Spec::Tasks,
+        "TaskStatusNotification",
+        &message,
+    );
+    let mut params = message["params"].clone();
+    params.as_object_mut().map(|p| p.remove("_meta"));
+    params
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn r51_a_listen_on_the_proxy_is_pushed_the_upstream_task_under_its_proxy_id() {
+    use test_helpers::http::{Listen, LoopbackHttp, post_2026_to};
+    let opted_in = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let demo = demo(Kind::Http).await;
+    let http = LoopbackHttp::serve(gateway(&demo.upstream, "demo").await).await;
+    let created = post_2026_to(
+        http.url(),
+        None,
+        "tools/call",
+        json!({"name": "demo_sleep_task", "arguments": {"seconds": 60}}),
+        opted_in.clone(),
+    )
+    .await;
+    let id = created.body["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task through the proxy: {created:?}"))
+        .to_owned();
+    assert!(TaskIdSigner::looks_like(&id), "{id}");
+    let mut listen = Listen::open(
+        http.url(),
+        json!({"taskIds": [id, "mcpkit-proxy-task-forged"]}),
+        opted_in.clone(),
+    )
+    .await;
+    let ack = listen
+        .next(std::time::Duration::from_secs(30))
+        .await
+        .expect("acknowledged");
+    assert_eq!(
+        ack["params"]["notifications"]["taskIds"],
+        json!([id]),
+        "{ack}"
+    );
+    let first = next_task_push(&mut listen).await;
+    assert_eq!(
+        first["taskId"],
+        json!(id),
+        "the proxy id, not the upstream's: {first}"
+    );
+    assert_eq!(first["status"], "working", "{first}");
+    // Cancelled through the proxy: the listen is told, under the proxy id.
+    let cancelled = post_2026_to(
+        http.url(),
+        None,
+        "tasks/cancel",
+        json!({"taskId": id}),
+        opted_in.clone(),
+    )
+    .await;
+    assert_eq!(cancelled.status, 200, "{cancelled:?}");
+    let last = loop {
+        let pushed = next_task_push(&mut listen).await;
+        if pushed["status"] != "working" {
+            break pushed;
+        }
+    };
+    assert_eq!(last["status"], "cancelled", "{last}");
+    let got = post_2026_to(
+        http.url(),
+        None,
+        "tasks/get",
+        json!({"taskId": id}),
+        opted_in,
+    )
+    .await;
+    let mut body = got.body["result"].clone();
+    body.as_object_mut().map(|b| b.remove("resultType"));
+    assert_eq!(
+        last, body,
+        "the push is what tasks/get through the proxy shows"
+    );
+    http.shutdown().await;
+}

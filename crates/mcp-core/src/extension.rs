@@ -4,6 +4,8 @@
 //!
 //! * advertise settings under `capabilities.extensions[id]` ([`Extension::settings`]);
 //! * add request methods ([`Extension::methods`], [`Extension::handle_request`]);
+//! * push notifications on a `subscriptions/listen` for filter members of its own
+//!   ([`Extension::subscribe`]);
 //! * intercept `tools/call` at the server that registered it, after that server's middleware
 //!   and before the tool, and short-circuit ([`Extension::intercept_call_tool`], B10);
 //! * run code when the server starts and stops ([`Extension::on_start`],
@@ -92,6 +94,20 @@ pub trait Extension: Send + Sync + 'static {
         next: ToolCallNext<'_>,
     ) -> Result<CallToolResponse, ErrorData> {
         next.run(call).await
+    }
+
+    /// Serves this extension's members of a `subscriptions/listen` filter (`requested` is the
+    /// whole filter, e.g. `{"taskIds": [...]}`): `None` when it has none of them, an error
+    /// to refuse the listen before it is acknowledged, or what it accepted and the
+    /// notifications to push (see [`subscription`](crate::subscription)). Only the root's
+    /// extensions are asked.
+    async fn subscribe(
+        &self,
+        cx: Context,
+        requested: &JsonObject,
+    ) -> Result<Option<crate::subscription::Subscription>, ErrorData> {
+        let _ = (cx, requested);
+        Ok(None)
     }
 
     /// Called once when the (root) server starts, before it serves anything.

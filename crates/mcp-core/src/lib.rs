@@ -61,6 +61,7 @@ mod schema;
 pub mod secrets;
 mod server;
 mod service;
+pub mod subscription;
 mod tool;
 pub mod transport;
 pub mod uri_template;

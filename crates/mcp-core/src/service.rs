@@ -33,6 +33,7 @@ use crate::{
     Notification, PromptInfo, ReadResource, Reply, RequestScope, ResourceInfo, Server,
     TemplateInfo, ToolInfo,
     input_rounds::{self, InputRound},
+    subscription,
     version::{Version, VersionSpec},
 };
 
@@ -65,7 +66,7 @@ pub struct McpService {
 }
 
 /// The receivers one `subscriptions/listen` reads.
-type Listening = (broadcast::Receiver<ListKind>, broadcast::Receiver<Arc<str>>);
+type Listening = subscription::Receivers;
 
 /// How many accepted listens may wait for their receivers at once (more only happen when
 /// a client floods one connection; the oldest are then dropped, and their listens open
@@ -247,6 +248,90 @@ impl McpService {
         }
     }
 
+    /// The base protocol's members of a listen filter that this server serves: the list
+    /// changes asked for, and the resources that exist (at most
+    /// [`MAX_RESOURCE_SUBSCRIPTIONS`](crate::MAX_RESOURCE_SUBSCRIPTIONS)); whether the caller
+    /// may read each is checked when listening starts, with its context.
+    fn accept_base_filter(&self, requested: &SubscriptionFilter) -> SubscriptionFilter {
+        let mut accepted = SubscriptionFilter::default();
+        accepted.tools_list_changed = requested.tools_list_changed;
+        accepted.prompts_list_changed = requested.prompts_list_changed;
+        accepted.resources_list_changed = requested.resources_list_changed;
+        let watched: Vec<String> = requested
+            .resource_subscriptions
+            .iter()
+            .flatten()
+            .filter(|uri| self.root.has_resource(uri))
+            .take(crate::MAX_RESOURCE_SUBSCRIPTIONS)
+            .cloned()
+            .collect();
+        if !watched.is_empty() {
+            accepted.resource_subscriptions = Some(watched);
+        }
+        accepted
+    }
+
+    /// A `subscriptions/listen` whose filter has members an extension may serve (the
+    /// transports rename it, see [`subscription`]): served here whole, since rmcp's own
+    /// listen would drop them. Every extension refuses or accepts its members before the
+    /// acknowledgment, which lists what was accepted.
+    async fn listen_extended(
+        &self,
+        params: Option<Value>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<Value, ErrorData> {
+        let cx = self.context(context.clone());
+        if cx.scope().era() == Era::Legacy {
+            return Err(subscription::not_on_legacy());
+        }
+        let requested = subscription::requested_filter(params.as_ref())?;
+        let base: SubscriptionFilter = serde_json::from_value(Value::Object(requested.clone()))
+            .map_err(|e| {
+                ErrorData::invalid_params(
+                    format!("Invalid params for subscriptions/listen: {e}"),
+                    None,
+                )
+            })?;
+        let info = self.get_info();
+        let accepted = self
+            .accept_base_filter(&base)
+            .intersection(&base.supported_by(&info.capabilities));
+        let mut acknowledged = match serde_json::to_value(&accepted) {
+            Ok(Value::Object(members)) => members,
+            _ => mcp_types::JsonObject::new(),
+        };
+        let mut pushed = Vec::new();
+        for extension in self.root.extension_list().iter() {
+            if let Some(accepted) = extension.subscribe(cx.clone(), &requested).await? {
+                let (members, notifications) = accepted.into_parts();
+                acknowledged.extend(members);
+                pushed.push(notifications);
+            }
+        }
+        let receivers = subscription::Receivers::open(&self.root);
+        let outlet = subscription::Outlet::new(context.peer.clone(), context.id.clone());
+        let mut ack = mcp_types::JsonObject::new();
+        ack.insert("notifications".into(), Value::Object(acknowledged));
+        if outlet
+            .push("notifications/subscriptions/acknowledged", ack)
+            .await
+            .is_ok()
+        {
+            subscription::run(
+                &cx,
+                &accepted,
+                receivers,
+                outlet,
+                pushed,
+                context.ct.clone(),
+            )
+            .await;
+        }
+        let mut result = mcp_types::SubscriptionsListenResult::complete(context.id.clone());
+        result.meta.set_server_info(info.server_info);
+        serde_json::to_value(result).map_err(crate::masked_internal_error)
+    }
+
     async fn custom(
         &self,
         method: &str,
@@ -402,25 +487,6 @@ async fn forward_list_changes(
                 return;
             }
         }
-    }
-}
-
-/// The watched URIs an update concerns: the one updated, or all of them after the receiver
-/// fell behind; `None` when the server is gone.
-fn updated_uris(
-    update: Result<Arc<str>, broadcast::error::RecvError>,
-    watched: &HashSet<String>,
-) -> Option<Vec<String>> {
-    match update {
-        Ok(uri) => Some(
-            watched
-                .contains(&*uri)
-                .then(|| uri.to_string())
-                .into_iter()
-                .collect(),
-        ),
-        Err(broadcast::error::RecvError::Lagged(_)) => Some(watched.iter().cloned().collect()),
-        Err(broadcast::error::RecvError::Closed) => None,
     }
 }
 
@@ -727,23 +793,7 @@ impl ServerHandler for McpService {
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        let mut accepted = SubscriptionFilter::default();
-        accepted.tools_list_changed = requested.tools_list_changed;
-        accepted.prompts_list_changed = requested.prompts_list_changed;
-        accepted.resources_list_changed = requested.resources_list_changed;
-        // Resources that exist, at most MAX_RESOURCE_SUBSCRIPTIONS of them; whether the caller
-        // may read each is checked when listening starts (with its context).
-        let watched: Vec<String> = requested
-            .resource_subscriptions
-            .iter()
-            .flatten()
-            .filter(|uri| self.root.has_resource(uri))
-            .take(crate::MAX_RESOURCE_SUBSCRIPTIONS)
-            .cloned()
-            .collect();
-        if !watched.is_empty() {
-            accepted.resource_subscriptions = Some(watched);
-        }
+        let accepted = self.accept_base_filter(requested);
         let mut listening = self
             .listening
             .lock()
@@ -751,7 +801,7 @@ impl ServerHandler for McpService {
         if listening.len() >= PENDING_LISTENS {
             listening.pop_front();
         }
-        listening.push_back((self.root.list_changes(), self.root.resource_updates()));
+        listening.push_back(subscription::Receivers::open(&self.root));
         Some(accepted)
     }
 
@@ -761,60 +811,20 @@ impl ServerHandler for McpService {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .pop_front();
-        let (mut changes, mut updates) =
-            pending.unwrap_or_else(|| (self.root.list_changes(), self.root.resource_updates()));
-        let cx = self.context(context.request_context().clone());
-        let watched: HashSet<String> = context
-            .accepted()
-            .resource_subscriptions
-            .iter()
-            .flatten()
-            .filter(|uri| self.root.check_watchable(&cx, uri).is_ok())
-            .cloned()
-            .collect();
-        let accepted = context.accepted().clone();
-        let wants = |kind: ListKind| {
-            let flag = match kind {
-                ListKind::Tools => accepted.tools_list_changed,
-                ListKind::Resources => accepted.resources_list_changed,
-                ListKind::Prompts => accepted.prompts_list_changed,
-            };
-            flag == Some(true)
-        };
-        loop {
-            tokio::select! {
-                () = context.cancelled() => return Ok(()),
-                change = changes.recv() => {
-                    let kinds = changed_kinds(change);
-                    if kinds.is_empty() {
-                        return Ok(());
-                    }
-                    for kind in kinds.into_iter().filter(|k| wants(*k)) {
-                        let sink = context.sink();
-                        let sent = match kind {
-                            ListKind::Tools => sink.notify_tool_list_changed().await,
-                            ListKind::Resources => sink.notify_resource_list_changed().await,
-                            ListKind::Prompts => sink.notify_prompt_list_changed().await,
-                        };
-                        if let Err(error) = sent {
-                            tracing::debug!(%error, "subscription closed");
-                            return Ok(());
-                        }
-                    }
-                }
-                update = updates.recv(), if !watched.is_empty() => {
-                    let Some(uris) = updated_uris(update, &watched) else {
-                        return Ok(());
-                    };
-                    for uri in uris {
-                        if let Err(error) = context.sink().notify_resource_updated(uri).await {
-                            tracing::debug!(%error, "subscription closed");
-                            return Ok(());
-                        }
-                    }
-                }
-            }
-        }
+        let receivers = pending.unwrap_or_else(|| subscription::Receivers::open(&self.root));
+        let request = context.request_context();
+        let cx = self.context(request.clone());
+        let outlet = subscription::Outlet::new(request.peer.clone(), request.id.clone());
+        subscription::run(
+            &cx,
+            context.accepted(),
+            receivers,
+            outlet,
+            Vec::new(),
+            request.ct.clone(),
+        )
+        .await;
+        Ok(())
     }
 
     #[allow(deprecated)] // resources/subscribe is legacy-only; rmcp marks it deprecated.
@@ -870,6 +880,12 @@ impl ServerHandler for McpService {
         context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
         let CustomRequest { method, params, .. } = request;
+        if method == subscription::EXTENDED_LISTEN {
+            return self
+                .listen_extended(params, context)
+                .await
+                .map(CustomResult);
+        }
         if REMOVED_IN_2026.contains(&method.as_str())
             && RequestScope::from_rmcp(context.clone()).era() == Era::Modern
         {

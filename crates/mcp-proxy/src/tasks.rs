@@ -14,13 +14,21 @@
 //! ways, everything else (`status`, `pollIntervalMs`, `ttlMs`, `inputRequests`, `result`,
 //! `error`) passing through. A forged or foreign id is -32602.
 //!
+//! A `subscriptions/listen` naming proxy task ids is served here too: each is read from its
+//! upstream at the task's poll interval, and every change is pushed to the client as
+//! `notifications/tasks` with the proxy id; local task ids go to the local extension.
+//!
 //! The root's middleware runs before the passthrough; the proxy server's own middleware does
 //! not (the call never reaches its tool handler).
 
-use std::{collections::HashMap, sync::RwLock};
+use std::{collections::HashMap, sync::RwLock, time::Duration};
 
 use async_trait::async_trait;
-use mcp_core::{BoxError, CallTool, Context, Era, Extension, Server, ToolCallNext};
+use futures::StreamExt as _;
+use mcp_core::{
+    BoxError, CallTool, Context, Era, Extension, Server, ToolCallNext,
+    subscription::{PushedNotification, Subscription},
+};
 use mcp_tasks::TasksExtension;
 use mcp_types::{
     CallToolResponse, CancelTaskParams, ErrorCode, ErrorData, GetTaskParams, JsonObject,
@@ -174,6 +182,85 @@ impl ProxyTasks {
         })
     }
 
+    /// Serves the `taskIds` of a listen: local ids through the local extension, proxy ids by
+    /// reading their upstreams (see the [module docs](self)).
+    async fn subscribe_tasks(
+        &self,
+        cx: Context,
+        requested: &JsonObject,
+    ) -> Result<Option<Subscription>, ErrorData> {
+        let Some(Value::Array(ids)) = requested.get("taskIds") else {
+            return match &self.local {
+                Some(local) => local.subscribe(cx, requested).await,
+                None => Ok(None),
+            };
+        };
+        mcp_tasks::gate_tasks_request(&cx, "subscriptions/listen")?;
+        if ids.len() > mcp_tasks::push::MAX_WATCHED_TASKS {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "a subscriptions/listen may watch at most {} tasks",
+                    mcp_tasks::push::MAX_WATCHED_TASKS
+                ),
+                None,
+            ));
+        }
+        let (proxied, local): (Vec<Value>, Vec<Value>) = ids
+            .iter()
+            .cloned()
+            .partition(|id| id.as_str().is_some_and(TaskIdSigner::looks_like));
+        let caller = caller_key(&cx);
+        let mut watched: Vec<WatchedTask> = Vec::new();
+        for id in proxied.iter().filter_map(Value::as_str) {
+            if watched.iter().any(|w| w.proxy_id == id) {
+                continue;
+            }
+            let Some((name, upstream_id)) = self.signer.open(id, &caller) else {
+                continue;
+            };
+            let Some(upstream) = self.upstream(&name) else {
+                continue;
+            };
+            let task = WatchedTask {
+                proxy_id: id.to_owned(),
+                upstream,
+                upstream_id,
+            };
+            // Only tasks the upstream knows for this caller are acknowledged.
+            if task.read(&cx).await.is_ok() {
+                watched.push(task);
+            }
+        }
+        let mut streams = Vec::new();
+        let mut acknowledged: Vec<Value> = Vec::new();
+        if let Some(extension) = &self.local
+            && !local.is_empty()
+        {
+            let mut only_local = requested.clone();
+            only_local.insert("taskIds".to_owned(), Value::Array(local));
+            if let Some(subscription) = extension.subscribe(cx.clone(), &only_local).await? {
+                let (members, notifications) = subscription.into_parts();
+                if let Some(Value::Array(ids)) = members.get("taskIds") {
+                    acknowledged.extend(ids.iter().cloned());
+                }
+                streams.push(notifications);
+            }
+        }
+        acknowledged.extend(watched.iter().map(|w| Value::String(w.proxy_id.clone())));
+        if !watched.is_empty() {
+            let (sender, mut receiver) = tokio::sync::mpsc::channel(16);
+            tokio::spawn(relay_upstream_tasks(cx, watched, sender));
+            streams
+                .push(futures::stream::poll_fn(move |context| receiver.poll_recv(context)).boxed());
+        }
+        let mut members = JsonObject::new();
+        members.insert("taskIds".to_owned(), Value::Array(acknowledged));
+        Ok(Some(Subscription::new(
+            members,
+            futures::stream::select_all(streams).boxed(),
+        )))
+    }
+
     async fn route(
         &self,
         cx: &Context,
@@ -239,6 +326,95 @@ impl ProxyTasks {
     }
 }
 
+/// A proxy task a listen watches, and where it lives.
+struct WatchedTask {
+    proxy_id: String,
+    upstream: Upstream,
+    upstream_id: String,
+}
+
+impl WatchedTask {
+    /// The task as `tasks/get` on the upstream shows it, with the proxy id and without
+    /// `resultType`: the params of its `notifications/tasks`.
+    async fn read(&self, cx: &Context) -> Result<JsonObject, ErrorData> {
+        let request = ClientRequest::GetTaskRequest(GetTaskRequest::new(GetTaskParams::new(
+            self.upstream_id.clone(),
+        )));
+        let reply = self
+            .upstream
+            .request(request, RequestOptions::from_context(cx).with_tasks())
+            .await
+            .map_err(ProxyError::into_error_data)?;
+        let ServerResult::GetTaskResult(result) = reply else {
+            return Err(not_found(&self.proxy_id));
+        };
+        let mut body = match serde_json::to_value(result) {
+            Ok(Value::Object(body)) => body,
+            _ => return Err(not_found(&self.proxy_id)),
+        };
+        body.remove("resultType");
+        body.insert("taskId".to_owned(), Value::String(self.proxy_id.clone()));
+        Ok(body)
+    }
+}
+
+/// Reads each watched task from its upstream at its poll interval (at least
+/// [`RELAY_MIN_INTERVAL`]) and pushes every change, until the listen ends or every task
+/// ended or expired.
+async fn relay_upstream_tasks(
+    cx: Context,
+    mut watched: Vec<WatchedTask>,
+    sender: tokio::sync::mpsc::Sender<PushedNotification>,
+) {
+    let mut last: HashMap<String, JsonObject> = HashMap::new();
+    while !watched.is_empty() {
+        let mut interval = Duration::from_secs(5);
+        let mut ended = Vec::new();
+        for task in &watched {
+            let body = match task.read(&cx).await {
+                Ok(body) => body,
+                Err(error) if error.code == ErrorCode::INVALID_PARAMS => {
+                    // Expired upstream.
+                    ended.push(task.proxy_id.clone());
+                    continue;
+                }
+                Err(error) => {
+                    tracing::debug!(error = %error.message, "an upstream task could not be read");
+                    continue;
+                }
+            };
+            let status = body
+                .get("status")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            if matches!(status, "completed" | "failed" | "cancelled") {
+                ended.push(task.proxy_id.clone());
+            }
+            if let Some(ms) = body.get("pollIntervalMs").and_then(Value::as_u64) {
+                interval = interval.min(Duration::from_millis(ms));
+            }
+            if last.get(&task.proxy_id) != Some(&body) {
+                last.insert(task.proxy_id.clone(), body.clone());
+                let notification = PushedNotification::new("notifications/tasks", body);
+                if sender.send(notification).await.is_err() {
+                    return;
+                }
+            }
+        }
+        watched.retain(|task| !ended.contains(&task.proxy_id));
+        if watched.is_empty() {
+            return;
+        }
+        tokio::select! {
+            () = sender.closed() => return,
+            () = tokio::time::sleep(interval.max(RELAY_MIN_INTERVAL)) => {}
+        }
+    }
+}
+
+/// The shortest pause between two reads of an upstream task for a listen.
+const RELAY_MIN_INTERVAL: Duration = Duration::from_millis(50);
+
 #[async_trait]
 impl Extension for ProxyTasks {
     fn id(&self) -> &str {
@@ -286,6 +462,14 @@ impl Extension for ProxyTasks {
                 ))
             }
         }
+    }
+
+    async fn subscribe(
+        &self,
+        cx: Context,
+        requested: &JsonObject,
+    ) -> Result<Option<Subscription>, ErrorData> {
+        self.subscribe_tasks(cx, requested).await
     }
 
     async fn intercept_call_tool(

@@ -497,6 +497,15 @@ impl Extension for TasksExtension {
         self.answer(&cx, method, params).await
     }
 
+    /// `taskIds` (R12, R50, R51): see [`crate::push`].
+    async fn subscribe(
+        &self,
+        cx: Context,
+        requested: &JsonObject,
+    ) -> Result<Option<mcp_core::subscription::Subscription>, ErrorData> {
+        crate::push::subscribe(self.engine(), &cx, requested).await
+    }
+
     async fn intercept_call_tool(
         &self,
         call: CallTool,

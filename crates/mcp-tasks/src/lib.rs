@@ -2,8 +2,9 @@
 //!
 //! Register [`TasksExtension`] on the root server and mark tools `task(true)` (optional) or
 //! `task(TaskSupport::Required)`. A 2026-07-28 client that opts in on a `tools/call` then gets
-//! a `CreateTaskResult` at once, and polls `tasks/get` for the outcome; the tool runs in the
-//! background on the embedded engine.
+//! a `CreateTaskResult` at once, and polls `tasks/get` for the outcome, or listens for it
+//! (`subscriptions/listen` with `taskIds`, answered by `notifications/tasks`); the tool runs
+//! in the background on the embedded engine.
 //!
 //! ```
 //! use mcp_core::{Args, Server, ToolDef};
@@ -33,6 +34,7 @@
 //! | [`backend`] | [`TaskBackend`](backend::TaskBackend), [`MemoryBackend`](backend::memory::MemoryBackend), and (feature `redis`) `RedisBackend` |
 //! | [`worker`] | [`Worker`]: claims runs and runs tools on their owning server |
 //! | [`owner`] | [`resolve_owning_server`] and the [`TaskSnapshot`] it reads |
+//! | [`push`] | task status pushed on `subscriptions/listen` as `notifications/tasks` |
 //! | [`engine`] | [`Engine`]: the running engine, also a tool extractor |
 //! | [`config`] | [`TasksConfig`], from code and `MCP_TASKS_*` |
 //! | [`connect`](mod@connect) | [`connect()`]: the backend a URL names (`memory://`, `redis://`) |
@@ -47,6 +49,7 @@ pub mod engine;
 pub mod extension;
 mod ids;
 pub mod owner;
+pub mod push;
 #[cfg(feature = "redis")]
 pub mod sealing;
 pub mod worker;

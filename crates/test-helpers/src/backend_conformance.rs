@@ -284,6 +284,7 @@ macro_rules! __backend_conformance_cases {
                 cancel_of_a_terminal_task_changes_nothing,
                 expire_when_idle_asks_again_within_a_second,
                 changes_report_every_state_change,
+                watch_sees_only_the_owners_tasks,
                 a_run_handed_back_follows_the_lost_worker_policy_at_once,
                 a_caller_over_its_quota_is_refused_and_nothing_is_stored,
                 the_task_limit_refuses_every_caller,
@@ -1226,6 +1227,7 @@ pub async fn the_lease_holder_sets_the_status_message<B: TaskBackend>(h: &Harnes
     let owner = anon();
     let (task, run) = running(h, &owner, &WorkerId::new(), 1).await;
     let mut changes = h.backend.changes();
+    watch(h, &owner, &task.id).await;
     let ack = h
         .backend
         .set_status_message(&run.lease, "copying (1/2)".into())
@@ -1866,9 +1868,10 @@ pub async fn expire_when_idle_asks_again_within_a_second<B: TaskBackend>(h: &Har
     check(expire(h).await, "with work running and queued");
 }
 
-/// When the backend publishes changes, every visible change of a task publishes its id:
-/// `request_input`, a partial and a last answer, `complete`, `fail`, and cancelling a
-/// queued, a running and a waiting task. (Submitting and releasing need not publish.)
+/// When the backend publishes changes, every visible change of a watched task publishes its
+/// id: `request_input`, a partial and a last answer, a status message, `complete`, `fail`,
+/// a hand-back that fails it, and cancelling a queued, a running and a waiting task.
+/// (Submitting and releasing need not publish.)
 pub async fn changes_report_every_state_change<B: TaskBackend>(h: &Harness<B>) {
     let Some(mut changes) = h.backend.changes() else {
         return;
@@ -1876,6 +1879,13 @@ pub async fn changes_report_every_state_change<B: TaskBackend>(h: &Harness<B>) {
     let owner = anon();
 
     let (task, run) = running(h, &owner, &WorkerId::new(), 1).await;
+    watch(h, &owner, &task.id).await;
+    drain(&mut changes);
+    h.backend
+        .set_status_message(&run.lease, "halfway".to_owned())
+        .await
+        .expect("set_status_message");
+    expect_change(&mut changes, &task.id, "a status message").await;
     drain(&mut changes);
     let keys = park(h, &owner, &run, &["a", "b"], "s").await;
     expect_change(&mut changes, &task.id, "request_input").await;
@@ -1894,6 +1904,7 @@ pub async fn changes_report_every_state_change<B: TaskBackend>(h: &Harness<B>) {
     expect_change(&mut changes, &task.id, "complete").await;
 
     let (task, run) = running(h, &owner, &WorkerId::new(), 1).await;
+    watch(h, &owner, &task.id).await;
     drain(&mut changes);
     h.backend
         .fail(&run.lease, json!({"code": -32603, "message": "x"}))
@@ -1901,20 +1912,59 @@ pub async fn changes_report_every_state_change<B: TaskBackend>(h: &Harness<B>) {
         .expect("fail");
     expect_change(&mut changes, &task.id, "fail").await;
 
+    let (task, run) = running(h, &owner, &WorkerId::new(), 1).await;
+    watch(h, &owner, &task.id).await;
+    drain(&mut changes);
+    h.backend.hand_back(&run.lease).await.expect("hand_back");
+    expect_change(&mut changes, &task.id, "a hand-back that fails the task").await;
+
     let task = queued(h, &owner, 1).await;
+    watch(h, &owner, &task.id).await;
     drain(&mut changes);
     cancel(h, &owner, &task.id).await;
     expect_change(&mut changes, &task.id, "cancelling a queued task").await;
 
     let (task, _run) = running(h, &owner, &WorkerId::new(), 1).await;
+    watch(h, &owner, &task.id).await;
     drain(&mut changes);
     cancel(h, &owner, &task.id).await;
     expect_change(&mut changes, &task.id, "cancelling a running task").await;
 
     let (task, _run, _keys) = parked(h, &owner, 1, &["a"]).await;
+    watch(h, &owner, &task.id).await;
     drain(&mut changes);
     cancel(h, &owner, &task.id).await;
     expect_change(&mut changes, &task.id, "cancelling a waiting task").await;
+}
+
+/// `watch` answers whether the owner has the task: `false` for a missing task and for
+/// another owner's (which it must not reveal), `true` for the owner's own.
+pub async fn watch_sees_only_the_owners_tasks<B: TaskBackend>(h: &Harness<B>) {
+    let owner = anon();
+    let task = queued(h, &owner, 1).await;
+    let other = bob();
+    assert!(
+        !h.backend
+            .watch(&owner, "no-such-task")
+            .await
+            .expect("watch"),
+        "a missing task"
+    );
+    assert!(
+        !h.backend.watch(&other, &task.id).await.expect("watch"),
+        "another owner's task"
+    );
+    assert!(
+        h.backend.watch(&owner, &task.id).await.expect("watch"),
+        "the owner's task"
+    );
+}
+
+async fn watch<B: TaskBackend>(h: &Harness<B>, owner: &Owner, id: &str) {
+    assert!(
+        h.backend.watch(owner, id).await.expect("watch"),
+        "the owner watches its task {id}"
+    );
 }
 
 /// A run handed back by its worker (stopping with the run still going) follows the
@@ -2164,6 +2214,7 @@ pub async fn changes_report_a_lost_worker<B: TaskBackend>(h: &Harness<B>) {
     };
     let owner = anon();
     let (task, _run) = running(h, &owner, &WorkerId::new(), 1).await;
+    watch(h, &owner, &task.id).await;
     drain(&mut changes);
     let_pass(h.lease + h.slack()).await;
     expire(h).await;

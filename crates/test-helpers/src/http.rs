@@ -229,3 +229,122 @@ async fn post(
         body,
     }
 }
+
+/// An open `subscriptions/listen` over Streamable HTTP (2026-07-28): the messages of its
+/// answer, read as they arrive (the acknowledgment, then the notifications; or one error).
+///
+/// ```no_run
+/// # async fn run() {
+/// use serde_json::json;
+/// let mut listen = test_helpers::http::Listen::open(
+///     "http://127.0.0.1:8000/mcp",
+///     json!({"taskIds": ["t1"]}),
+///     json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}),
+/// )
+/// .await;
+/// let ack = listen.next(std::time::Duration::from_secs(5)).await.expect("acknowledged");
+/// assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+/// # }
+/// ```
+pub struct Listen {
+    /// The HTTP status of the answer.
+    pub status: u16,
+    body: futures::stream::BoxStream<'static, reqwest::Result<axum::body::Bytes>>,
+    buffer: Vec<u8>,
+    json: bool,
+}
+
+impl Listen {
+    /// Posts `subscriptions/listen` with `filter` as its `notifications`, as a conforming
+    /// client does (see [`post_2026_to`]).
+    ///
+    /// ```no_run
+    /// # async fn run() {
+    /// let _ = test_helpers::http::Listen::open("http://127.0.0.1:8000/mcp", serde_json::json!({}), serde_json::json!({})).await;
+    /// # }
+    /// ```
+    pub async fn open(url: &str, filter: Value, capabilities: Value) -> Listen {
+        use futures::StreamExt as _;
+        let params = json!({
+            "notifications": filter,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": capabilities,
+                "io.modelcontextprotocol/clientInfo": {"name": "test-helpers", "version": "0"},
+            },
+        });
+        let body =
+            json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": params});
+        let response = reqwest::Client::new()
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "subscriptions/listen")
+            .body(body.to_string())
+            .send()
+            .await
+            .expect("POST subscriptions/listen");
+        let json = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.starts_with("application/json"));
+        Listen {
+            status: response.status().as_u16(),
+            body: response.bytes_stream().boxed(),
+            buffer: Vec::new(),
+            json,
+        }
+    }
+
+    /// The next message, waiting at most `within`; `None` when none came in time or the
+    /// answer ended.
+    ///
+    /// ```no_run
+    /// # async fn run(mut listen: test_helpers::http::Listen) {
+    /// while let Some(message) = listen.next(std::time::Duration::from_secs(1)).await {
+    ///     println!("{message}");
+    /// }
+    /// # }
+    /// ```
+    pub async fn next(&mut self, within: std::time::Duration) -> Option<Value> {
+        use futures::StreamExt as _;
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            if let Some(message) = self.take_message() {
+                return Some(message);
+            }
+            match tokio::time::timeout_at(deadline, self.body.next()).await {
+                Ok(Some(Ok(chunk))) => self.buffer.extend_from_slice(&chunk),
+                Ok(None) if self.json && !self.buffer.is_empty() => {
+                    let message = serde_json::from_slice(&self.buffer).ok();
+                    self.buffer.clear();
+                    return message;
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// The first complete SSE event with JSON data in the buffer (comments, keep-alives and
+    /// priming events without data are skipped).
+    fn take_message(&mut self) -> Option<Value> {
+        if self.json {
+            return None;
+        }
+        loop {
+            let end = self.buffer.windows(2).position(|w| w == b"\n\n")?;
+            let event: Vec<u8> = self.buffer.drain(..end + 2).collect();
+            let text = String::from_utf8_lossy(&event);
+            let data: String = text
+                .lines()
+                .filter_map(|line| line.strip_prefix("data:"))
+                .map(str::trim)
+                .collect();
+            if let Ok(message) = serde_json::from_str::<Value>(&data) {
+                return Some(message);
+            }
+        }
+    }
+}

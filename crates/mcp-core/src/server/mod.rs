@@ -827,6 +827,11 @@ impl Server {
             .cloned()
     }
 
+    /// The extensions registered here, in order.
+    pub(crate) fn extension_list(&self) -> Arc<Vec<Arc<dyn Extension>>> {
+        self.inner.extensions.load_full()
+    }
+
     /// The settings every registered extension advertises, by identifier.
     ///
     /// ```

@@ -308,6 +308,11 @@ where
         if line.trim().is_empty() {
             return Ok(None);
         }
+        let rerouted = crate::subscription::rerouted(line.as_bytes());
+        let line = rerouted
+            .as_deref()
+            .and_then(|text| std::str::from_utf8(text).ok())
+            .unwrap_or(line);
         match serde_json::from_str::<ClientJsonRpcMessage>(line) {
             Ok(message) => Ok(self.admit(message)),
             Err(error) => match reject(line, &error) {

@@ -356,10 +356,19 @@ pub trait TaskBackend: Send + Sync + 'static {
         None
     }
 
-    /// Ids of tasks as they change, if the backend can push them (tests, status
-    /// notifications).
+    /// Ids of tasks as they change, if the backend can push them (status notifications,
+    /// tests). A backend may report only the tasks someone [watches](Self::watch). An empty
+    /// id means changes may have been missed (the feed reconnected): read again every task
+    /// of interest, as after a lagging receiver.
     fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
         None
+    }
+
+    /// Asks for the changes of task `id` of `owner` on [`changes`](Self::changes) from now
+    /// on (a backend that reports every change does nothing). `false` when there is no
+    /// such task of that owner.
+    async fn watch(&self, owner: &Owner, id: &str) -> Result<bool, BackendError> {
+        Ok(self.get(owner, id).await?.is_some())
     }
 
     /// How long a claim stays valid without a heartbeat. A worker whose heartbeats keep

@@ -97,6 +97,13 @@ pub(super) async fn guard(
     }
     let mut parts = parts;
     fill_missing_task_name(&mut parts.headers, &bytes);
+    let bytes = match &probe {
+        Ok(Probe {
+            method: Some(method),
+            ..
+        }) if method == "subscriptions/listen" => reroute_listen(&mut parts.headers, bytes),
+        _ => bytes,
+    };
     let json_content = is_json_content(&parts.headers);
     // The body moves into rmcp's request: no copy of it is kept while rmcp parses it.
     let response = next.run(Request::from_parts(parts, bytes.into())).await;
@@ -253,6 +260,21 @@ async fn rmcp_reason(response: Response) -> String {
     text.strip_prefix("fail to deserialize request body ")
         .unwrap_or(&text)
         .to_owned()
+}
+
+/// A `subscriptions/listen` whose filter rmcp would cut short goes to the service under
+/// another name (see [`crate::subscription`]), its `Mcp-Method` header renamed with it.
+fn reroute_listen(headers: &mut http::HeaderMap, body: Bytes) -> Bytes {
+    let Some(rerouted) = crate::subscription::rerouted(&body) else {
+        return body;
+    };
+    if headers.contains_key("mcp-method") {
+        headers.insert(
+            "mcp-method",
+            http::HeaderValue::from_static(crate::subscription::EXTENDED_LISTEN),
+        );
+    }
+    Bytes::from(rerouted)
 }
 
 /// FastMCP's Python client (4.1) sends `Mcp-Method` but no `Mcp-Name` on `tasks/get`,

@@ -1,8 +1,13 @@
-//! The fast path of cancellation: one pub/sub channel per queue (`<prefix>:ev`), on which
-//! the cancel script names the holding worker and the task. Every backend instance
-//! subscribes once (before `connect` returns) and hands each message to the local worker it
-//! names. Messages lost while the subscription reconnects are covered by heartbeats, which
-//! carry the durable cancel.
+//! The queue's two pub/sub channels, on one subscription per backend instance (opened
+//! before `connect` returns):
+//!
+//! * `<prefix>:ev`, the fast path of cancellation: the cancel script names the holding
+//!   worker and the task, and the message goes to the local worker it names. Messages lost
+//!   while the subscription reconnects are covered by heartbeats, which carry the durable
+//!   cancel.
+//! * `<prefix>:ch`, the change feed: the id of a watched task that changed (see
+//!   `watch.lua`), handed to [`changes`](crate::backend::TaskBackend::changes). After a
+//!   reconnection the feed sends an empty id: changes may have been missed meanwhile.
 //!
 //! The subscription `PING`s its server every [`PING_EVERY`] and counts a missing answer
 //! (within the response timeout) as a lost connection, so a dead or frozen server is noticed
@@ -16,7 +21,7 @@ use std::{
 };
 
 use futures::StreamExt as _;
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::connection::Subscriber;
@@ -24,6 +29,41 @@ use crate::backend::{WorkerEvent, WorkerId};
 
 /// Local workers' event senders, by worker id.
 pub(super) type Listeners = Arc<Mutex<HashMap<String, mpsc::UnboundedSender<WorkerEvent>>>>;
+
+/// Where the subscription delivers: workers' cancels, and the change feed.
+#[derive(Clone)]
+pub(super) struct Feed {
+    pub(super) listeners: Listeners,
+    pub(super) changes: broadcast::Sender<String>,
+    /// `<prefix>:ev`.
+    pub(super) cancels: String,
+    /// `<prefix>:ch`.
+    pub(super) changed: String,
+}
+
+impl Feed {
+    pub(super) fn new(prefix: &str) -> Self {
+        Self {
+            listeners: Listeners::default(),
+            changes: broadcast::channel(CHANGES_BUFFER).0,
+            cancels: format!("{prefix}:ev"),
+            changed: format!("{prefix}:ch"),
+        }
+    }
+
+    fn deliver(&self, channel: &str, payload: String) {
+        if channel == self.changed {
+            // Nobody listening is fine.
+            let _ = self.changes.send(payload);
+        } else {
+            dispatch(&self.listeners, &payload);
+        }
+    }
+}
+
+/// How many changes the feed holds for a listener that has not read them yet; one that
+/// falls further behind is told it lagged, and reads again everything it watches.
+const CHANGES_BUFFER: usize = 1024;
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
@@ -74,15 +114,16 @@ fn jittered(delay: Duration) -> Duration {
     delay.mul_f64(0.5 + fraction / 2.0)
 }
 
-/// A subscription to `channel` through the `attempt`-th node.
+/// A subscription to the feed's channels through the `attempt`-th node.
 async fn open(
     subscriber: &Subscriber,
     attempt: usize,
-    channel: &str,
+    feed: &Feed,
 ) -> redis::RedisResult<redis::aio::PubSub> {
     let mut pubsub = subscriber.connect(attempt).await?;
     let limit = subscriber.response_timeout;
-    match tokio::time::timeout(limit, pubsub.subscribe(channel)).await {
+    let channels = [feed.cancels.as_str(), feed.changed.as_str()];
+    match tokio::time::timeout(limit, pubsub.subscribe(&channels)).await {
         Ok(subscribed) => subscribed.map(|()| pubsub),
         Err(_) => Err(redis::RedisError::from(std::io::Error::new(
             std::io::ErrorKind::TimedOut,
@@ -95,7 +136,7 @@ async fn open(
 /// or a `PING` unanswered).
 async fn relay(
     pubsub: redis::aio::PubSub,
-    listeners: &Listeners,
+    feed: &Feed,
     stop: &CancellationToken,
     response_timeout: Duration,
 ) -> Ended {
@@ -108,7 +149,7 @@ async fn relay(
             () = stop.cancelled() => return Ended::Stopped,
             message = messages.next() => match message {
                 Some(message) => match message.get_payload::<String>() {
-                    Ok(payload) => dispatch(listeners, &payload),
+                    Ok(payload) => feed.deliver(message.get_channel_name(), payload),
                     Err(error) => tracing::debug!(%error, "ignoring a task event"),
                 },
                 None => return Ended::Lost("the connection closed".to_owned()),
@@ -138,11 +179,11 @@ async fn relay(
 /// capped, jittered exponential backoff. One warning per outage, one info on recovery.
 pub(super) async fn subscribe(
     subscriber: Subscriber,
-    channel: String,
-    listeners: Listeners,
+    feed: Feed,
     stop: CancellationToken,
 ) -> redis::RedisResult<()> {
-    let pubsub = open(&subscriber, 0, &channel).await?;
+    let pubsub = open(&subscriber, 0, &feed).await?;
+    let channel = feed.cancels.clone();
     tokio::spawn(async move {
         let mut connected = Some(pubsub);
         let mut attempt = 0usize;
@@ -152,9 +193,11 @@ pub(super) async fn subscribe(
             if let Some(pubsub) = connected.take() {
                 if outage {
                     tracing::info!(%channel, "task event subscription restored");
+                    // Changes published during the outage were not heard.
+                    let _ = feed.changes.send(String::new());
                 }
                 delay = RESUBSCRIBE_MIN_DELAY;
-                match relay(pubsub, &listeners, &stop, subscriber.response_timeout).await {
+                match relay(pubsub, &feed, &stop, subscriber.response_timeout).await {
                     Ended::Stopped => return,
                     Ended::Lost(why) => {
                         tracing::warn!(%channel, %why, "task event subscription lost; reconnecting (heartbeats still deliver cancels)");
@@ -170,7 +213,7 @@ pub(super) async fn subscribe(
             attempt = attempt.wrapping_add(1);
             tokio::select! {
                 () = stop.cancelled() => return,
-                opened = open(&subscriber, attempt, &channel) => match opened {
+                opened = open(&subscriber, attempt, &feed) => match opened {
                     Ok(fresh) => connected = Some(fresh),
                     Err(error) => tracing::debug!(%error, "resubscribing to task events failed"),
                 },

@@ -16,6 +16,7 @@
 //! | `P:t:<id>:ir` / `:ik` | hashes | outstanding input requests, and the tool key of each client key |
 //! | `P:t:<id>:ia` | hash | answers collected for the next round, by the tool's keys |
 //! | `P:ev` | pub/sub channel | `<worker>\t<task>`: cancel the run of that task |
+//! | `P:ch` | pub/sub channel | `<task>`: a watched task (field `w` of its hash, set when a client listens for it) changed |
 //!
 //! Every transition is one Lua script (`lua/*.lua`), so owner checks, quotas, fences and
 //! status changes are atomic with the read or write they guard. Calls of the busiest
@@ -43,7 +44,6 @@ mod scripts;
 
 use std::{
     collections::{BTreeMap, HashMap},
-    sync::Arc,
     time::Duration,
 };
 
@@ -156,7 +156,7 @@ pub struct RedisBackend {
     lease: Duration,
     limits: TaskLimits,
     sealer: Option<sealing::Sealer>,
-    listeners: events::Listeners,
+    feed: events::Feed,
     stop: CancellationToken,
     url: String,
 }
@@ -329,16 +329,11 @@ impl RedisBackend {
         let scripts = scripts::Scripts::new();
         let batchers = Batchers::start(&scripts, &target);
         Self::check_memory_policy(&mut conn, &shown).await?;
-        let listeners = events::Listeners::default();
+        let feed = events::Feed::new(&prefix);
         let stop = CancellationToken::new();
-        events::subscribe(
-            connections.subscriber(),
-            format!("{prefix}:ev"),
-            Arc::clone(&listeners),
-            stop.clone(),
-        )
-        .await
-        .map_err(connect_error)?;
+        events::subscribe(connections.subscriber(), feed.clone(), stop.clone())
+            .await
+            .map_err(connect_error)?;
         Ok(Self {
             connections,
             scripts,
@@ -349,7 +344,7 @@ impl RedisBackend {
             lease: options.lease,
             limits: options.limits,
             sealer: options.sealer,
-            listeners,
+            feed,
             stop,
             url: shown,
         })
@@ -1049,7 +1044,18 @@ impl TaskBackend for RedisBackend {
     }
 
     fn events(&self, worker: &WorkerId) -> Option<mpsc::UnboundedReceiver<WorkerEvent>> {
-        Some(events::listen(&self.listeners, worker))
+        Some(events::listen(&self.feed.listeners, worker))
+    }
+
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        Some(self.feed.changes.subscribe())
+    }
+
+    async fn watch(&self, owner: &Owner, id: &str) -> Result<bool, BackendError> {
+        let reply = self
+            .run(&self.scripts.watch, &[id, &self.owner_tags(owner)])
+            .await?;
+        Ok(reply != Value::Nil)
     }
 }
 

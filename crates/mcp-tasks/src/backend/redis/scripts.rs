@@ -21,6 +21,7 @@ pub(super) struct Scripts {
     pub deliver: Script,
     pub recover: Script,
     pub handback: Script,
+    pub watch: Script,
     /// `get` for a call alone: a poll is one small read, whose latency matters more than
     /// sharing its round trip.
     pub get_alone: Script,
@@ -143,6 +144,7 @@ impl Scripts {
             deliver: script(include_str!("lua/deliver.lua")),
             recover: script(include_str!("lua/recover.lua")),
             handback: script(include_str!("lua/handback.lua")),
+            watch: script(include_str!("lua/watch.lua")),
             get_alone: Script::new(&alone_text(include_str!("lua/get.lua"))),
         }
     }

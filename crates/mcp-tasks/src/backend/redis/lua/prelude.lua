@@ -181,3 +181,9 @@ local function owned_by(stored, tags)
   end
   return false
 end
+--@ changed
+-- Tells listeners on `<prefix>:ch` that task `id` changed, when one watches it (`watched` is
+-- the task's `w` field, set by watch.lua): unwatched tasks cost no message.
+local function changed(id, watched)
+  if watched then redis.call('PUBLISH', P .. ':ch', id) end
+end

@@ -15,7 +15,7 @@ for _, key in ipairs({S, L}) do
   seen = seen + #due
   for _, id in ipairs(due) do
     local t = tkey(id)
-    local f = redis.call('HMGET', t, 'st', 'msg', 'worker', 'att', 'max', 'cal', 'exp', 'rnd')
+    local f = redis.call('HMGET', t, 'st', 'msg', 'worker', 'att', 'max', 'cal', 'exp', 'rnd', 'w')
     redis.call('ZREM', key, id)
     if not f[1] or terminal(f[1]) then
       -- Gone or ended meanwhile.
@@ -35,6 +35,7 @@ for _, key in ipairs({S, L}) do
       changed_ids[#changed_ids + 1] = id
     else
       finish(t, 'failed', now, {f[6], f[7], f[8], f[1]}, {}, {'err', A[3], 'smsg', A[4]})
+      changed(id, f[9])
       changed_ids[#changed_ids + 1] = id
     end
   end

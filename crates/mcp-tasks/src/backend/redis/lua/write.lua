@@ -7,7 +7,7 @@
 -- complete or fail after one that landed answers T, a retried input R.
 local id = A[2]
 local t = tkey(id)
-local f = redis.call('HMGET', t, 'st', 'worker', 'fence', 'cal', 'exp', 'rnd')
+local f = redis.call('HMGET', t, 'st', 'worker', 'fence', 'cal', 'exp', 'rnd', 'w')
 if not f[1] then return 'G' end
 if terminal(f[1]) then return 'T' end
 local kind = A[5]
@@ -42,4 +42,5 @@ else
   redis.call('HDEL', t, 'worker', 'cid', 'msg')
   redis.call('HSET', t, 'st', 'input_required', 'up', int(now))
 end
+changed(id, f[7])
 return 'R'
