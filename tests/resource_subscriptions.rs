@@ -287,3 +287,41 @@ async fn a_caller_who_may_not_read_a_resource_cannot_watch_it_in_either_era() {
     legacy.cancel().await.expect("close");
     modern.cancel().await.expect("close");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_update_reaches_the_proxys_watchers_under_the_proxied_uri() {
+    use mcp_proxy::{HttpTarget, ProxyServer, Upstream};
+    let (upstream_root, child) = servers();
+    let upstream_http = LoopbackHttp::serve(upstream_root).await;
+    let upstream = Upstream::http("up", HttpTarget::new(upstream_http.url().to_owned()));
+    let proxy = ProxyServer::new(upstream)
+        .build()
+        .await
+        .expect("build the proxy");
+    let gateway = Server::new("gateway");
+    gateway.mount(&proxy, "up").expect("mount the proxy");
+    let (client, mut events) = over_a_stream(gateway, Lifecycle::Legacy).await;
+    subscribe(&client, "data://up/docs/readme")
+        .await
+        .expect("resources/subscribe through the proxy");
+    // The proxy opens its listen on the upstream in the background: announce until the
+    // first update comes through (each announcement is a real upstream change).
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let uri = loop {
+        child.resource_updated("data://other");
+        child.resource_updated("data://readme");
+        match tokio::time::timeout(Duration::from_millis(100), next_update(&mut events)).await {
+            Ok(uri) => break uri,
+            Err(_) => assert!(
+                tokio::time::Instant::now() < deadline,
+                "no upstream update reached the proxy's watcher within {PATIENCE:?}"
+            ),
+        }
+    };
+    assert_eq!(
+        uri, "data://up/docs/readme",
+        "only the watched URI, under the proxy's mount"
+    );
+    client.cancel().await.expect("close");
+    upstream_http.shutdown().await;
+}

@@ -90,6 +90,7 @@ pub use prompt::{IntoPromptResult, PromptDef, PromptInfo};
 pub use resource::{IntoResourceContents, ResourceDef, ResourceInfo, TemplateInfo};
 pub use server::{
     ListKind, MAX_RESOURCE_SUBSCRIPTIONS, PromptGet, ResourceRead, RunningServer, Server, ToolCall,
+    WeakServer,
 };
 pub use service::McpService;
 pub use tokio_util::sync::CancellationToken;

@@ -83,11 +83,14 @@ pub(crate) async fn register(server: &Server, upstream: &Upstream) -> Result<(),
         },
     )
     .await?;
+    let mut watchable = Vec::new();
     for resource in resources.into_iter().flatten() {
+        watchable.push(resource.uri.clone());
         server
             .add_resource(proxy_resource(upstream, resource))
             .map_err(config)?;
     }
+    crate::updates::relay(server, upstream.clone(), watchable);
     let templates = all_pages(
         upstream,
         "resources/templates/list",

@@ -363,6 +363,40 @@ impl Upstream {
         Ok(self.session().await?.completions)
     }
 
+    /// A `subscriptions/listen` on the upstream for updates of `uris`, when the session is
+    /// 2026-07-28 and the upstream advertises `resources.subscribe` (else `None`).
+    pub(crate) async fn listen_resources(
+        &self,
+        uris: &[String],
+    ) -> Result<Option<rmcp::service::Subscription>, ProxyError> {
+        let session = self.session().await?;
+        let subscribes = session
+            .peer
+            .peer_info()
+            .and_then(|info| {
+                info.capabilities
+                    .resources
+                    .as_ref()
+                    .and_then(|resources| resources.subscribe)
+            })
+            .unwrap_or(false);
+        if !session.modern || !subscribes {
+            return Ok(None);
+        }
+        let filter = mcp_types::SubscriptionFilter::builder()
+            .resource_subscriptions(uris.iter().cloned())
+            .build();
+        session
+            .peer
+            .listen(filter)
+            .await
+            .map(Some)
+            .map_err(|error| ProxyError::Connect {
+                upstream: self.inner.name.clone(),
+                reason: format!("subscriptions/listen: {error}"),
+            })
+    }
+
     /// Every tool the upstream lists (all pages), `execution` kept where the upstream's
     /// bytes pass through the proxy's own reader (stdio upstreams).
     ///

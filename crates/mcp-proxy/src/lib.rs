@@ -49,6 +49,7 @@ pub mod task_ids;
 mod tasks;
 mod tls;
 mod tool;
+mod updates;
 pub mod upstream_auth;
 
 pub use connection::{RequestOptions, Upstream};

@@ -82,6 +82,27 @@ pub struct Server {
     inner: Arc<ServerInner>,
 }
 
+/// A [`Server`] handle that does not keep it alive ([`Server::downgrade`]).
+///
+/// ```
+/// let weak = mcp_core::Server::new("x").downgrade();
+/// assert!(weak.upgrade().is_none());
+/// ```
+#[derive(Clone)]
+pub struct WeakServer(std::sync::Weak<ServerInner>);
+
+impl WeakServer {
+    /// The server, if it still exists.
+    ///
+    /// ```
+    /// let s = mcp_core::Server::new("x");
+    /// assert!(s.downgrade().upgrade().is_some());
+    /// ```
+    pub fn upgrade(&self) -> Option<Server> {
+        self.0.upgrade().map(|inner| Server { inner })
+    }
+}
+
 struct ServerInner {
     name: String,
     info: RwLock<Info>,
@@ -571,6 +592,20 @@ impl Server {
             .strict_input_validation
             .store(strict, Ordering::Relaxed);
         self
+    }
+
+    /// A handle that does not keep this server alive (for background tasks that should
+    /// end with it).
+    ///
+    /// ```
+    /// let s = mcp_core::Server::new("x");
+    /// let weak = s.downgrade();
+    /// assert!(weak.upgrade().is_some_and(|again| again.ptr_eq(&s)));
+    /// drop(s);
+    /// assert!(weak.upgrade().is_none());
+    /// ```
+    pub fn downgrade(&self) -> WeakServer {
+        WeakServer(Arc::downgrade(&self.inner))
     }
 
     /// Whether `other` is this very server (not a copy).
