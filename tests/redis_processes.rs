@@ -40,6 +40,11 @@ const PATIENCE: Duration = Duration::from_secs(120);
 /// The pause between two polls of a remote process's state.
 const POLL_PAUSE: Duration = Duration::from_millis(20);
 
+/// Held by each test for its whole run: the tests of this binary would otherwise run at
+/// once, and the thousand tasks (with workers killed) of one starve the processes of the
+/// other on a 2-vCPU machine, past the cancellation's bound of two heartbeats.
+static ONE_FLEET_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// A fleet's queue on the shared test Redis, with its lease.
 struct Queue {
     url: String,
@@ -265,6 +270,7 @@ fn lost_worker(payload: &TaskPayload) -> bool {
 /// tool's ledger shows it ran); other tasks complete right or fail for a lost worker.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn thousand_tasks_survive_killed_workers() {
+    let _alone = ONE_FLEET_AT_A_TIME.lock().await;
     let mut queue = queue("processes", 3000).await;
     let url = queue.url.clone();
     let ledger = ledger_path("processes");
@@ -369,6 +375,7 @@ async fn thousand_tasks_survive_killed_workers() {
 /// C (it records so in the ledger) within two heartbeat intervals of the cancel.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_through_another_server_stops_the_tool_on_its_worker() {
+    let _alone = ONE_FLEET_AT_A_TIME.lock().await;
     let lease = Duration::from_millis(3000);
     let heartbeat = lease / 3;
     let mut queue = queue("cancel", 3000).await;

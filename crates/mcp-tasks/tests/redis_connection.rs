@@ -1,8 +1,10 @@
 //! How [`RedisBackend`] connects, against real `redis-server` processes on 127.0.0.1: TLS
 //! refuses a server its CA does not vouch for, with an error that names the URL without its
 //! password; a frozen Redis (`SIGSTOP`: connections open, nothing answers) turns blocking
-//! claims and ordinary commands into errors within their time limits instead of hangs; and
-//! dropping a backend while its Redis is frozen lets go of every connection at once.
+//! claims and ordinary commands into errors within their time limits instead of hangs;
+//! dropping a backend while its Redis is frozen lets go of every connection at once; and a
+//! killed event subscription comes back, its change feed saying that changes may have been
+//! missed meanwhile.
 //!
 //! Needs the `redis` feature: `cargo test -p mcp-tasks --features redis --test redis_connection`.
 
@@ -164,9 +166,9 @@ async fn dropping_the_backend_while_redis_is_frozen_returns_at_once_and_closes_i
     let backend = RedisBackend::connect(&redis.queue_url("frozen-drop"))
         .await
         .expect("connect");
-    // The cancel subscription is in place (a client subscribed to one channel).
+    // The event subscription is in place (a client subscribed to the queue's channels).
     until_clients(redis.url(), "the task event subscription", |list| {
-        list.contains("sub=1")
+        subscriber_id(list).is_some()
     })
     .await;
     redis.freeze();
@@ -181,15 +183,16 @@ async fn dropping_the_backend_while_redis_is_frozen_returns_at_once_and_closes_i
         .expect("the dropping thread");
     // Its subscription let go of its connection too: no subscriber is left.
     until_clients(redis.url(), "no subscriber left", |list| {
-        !list.contains("sub=1")
+        subscriber_id(list).is_none()
     })
     .await;
 }
 
-/// The id of the one client subscribed to a channel, in a `CLIENT LIST`.
+/// The id of the one client subscribed to channels (the queue's cancels and changes), in a
+/// `CLIENT LIST`.
 fn subscriber_id(list: &str) -> Option<String> {
     list.lines()
-        .find(|line| line.contains(" sub=1 "))
+        .find(|line| line.contains(" sub=") && !line.contains(" sub=0 "))
         .and_then(|line| line.split(' ').next())
         .map(str::to_owned)
 }
@@ -220,4 +223,61 @@ async fn a_killed_cancel_subscription_is_resubscribed() {
         subscriber_id(list).is_some_and(|id| id != first)
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_change_feed_says_changes_may_have_been_missed_then_reports_again() {
+    use mcp_tasks::backend::NewTask;
+    let redis = RedisServer::start_local();
+    let backend = RedisBackend::connect(&redis.queue_url("feed"))
+        .await
+        .expect("connect");
+    let owner = Owner::of(None);
+    let task = NewTask {
+        id: "feed-1".to_owned(),
+        owner: owner.clone(),
+        caller: "anon:feed".to_owned(),
+        tool: "t".to_owned(),
+        version: None,
+        arguments: Default::default(),
+        context: Default::default(),
+        ttl: Some(Duration::from_secs(60)),
+        poll_interval: Duration::from_millis(100),
+        max_attempts: 1,
+    };
+    backend.submit(task).await.expect("submit");
+    assert!(backend.watch(&owner, "feed-1").await.expect("watch"));
+    let mut changes = backend
+        .changes()
+        .expect("the Redis backend has a change feed");
+    let first = subscriber_id(&client_list(redis.url()).await).expect("a subscriber");
+    let client = redis::Client::open(redis.url()).expect("a Redis URL");
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect to Redis");
+    let _: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("pubsub")
+        .query_async(&mut conn)
+        .await
+        .expect("CLIENT KILL");
+    // Once subscribed again, the feed says changes may have been missed (an empty id).
+    let missed = tokio::time::timeout(ENDS_WITHIN, changes.recv())
+        .await
+        .expect("the feed speaks again in time")
+        .expect("the feed is open");
+    assert_eq!(missed, "", "changes may have been missed while it was away");
+    assert!(
+        subscriber_id(&client_list(redis.url()).await).is_some_and(|id| id != first),
+        "a new subscription"
+    );
+    // And a change of the watched task is reported on the new subscription.
+    backend.cancel(&owner, "feed-1").await.expect("cancel");
+    let changed = tokio::time::timeout(ENDS_WITHIN, changes.recv())
+        .await
+        .expect("the change in time")
+        .expect("the feed is open");
+    assert_eq!(changed, "feed-1");
 }
