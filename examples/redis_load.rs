@@ -294,6 +294,9 @@ impl TaskBackend for Reporting {
     fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
         self.inner.changes()
     }
+    async fn watch(&self, owner: &Owner, id: &str) -> Result<bool, BackendError> {
+        self.inner.watch(owner, id).await
+    }
     fn lease(&self) -> Duration {
         self.inner.lease()
     }

@@ -156,6 +156,9 @@ impl TaskBackend for Faulty {
     fn changes(&self) -> Option<broadcast::Receiver<String>> {
         self.inner.changes()
     }
+    async fn watch(&self, owner: &Owner, id: &str) -> Result<bool, BackendError> {
+        self.inner.watch(owner, id).await
+    }
     fn lease(&self) -> Duration {
         self.inner.lease()
     }

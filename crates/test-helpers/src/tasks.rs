@@ -195,11 +195,19 @@ impl<'a> TaskClient<'a> {
         timeout: Duration,
     ) -> Result<GetTaskResult, ErrorData> {
         let deadline = tokio::time::Instant::now() + timeout;
-        let mut changes = self
+        let backend = self
             .server
             .extension_as::<mcp_tasks::TasksExtension>()
             .and_then(|extension| extension.engine())
-            .and_then(|engine| engine.backend().changes());
+            .map(|engine| std::sync::Arc::clone(engine.backend()));
+        let mut changes = backend.as_ref().and_then(|backend| backend.changes());
+        if let (Some(backend), Some(_)) = (&backend, &changes) {
+            // A backend may feed only the changes of watched tasks (Redis does).
+            let owner = mcp_tasks::backend::Owner::of(self.scope().principal());
+            backend.watch(&owner, task_id).await.map_err(|error| {
+                ErrorData::internal_error(format!("watching {task_id}: {error}"), None)
+            })?;
+        }
         loop {
             let current = self.get(task_id).await?;
             if targets.contains(&current.task.task.status) {
@@ -218,8 +226,8 @@ impl<'a> TaskClient<'a> {
                 Some(receiver) => loop {
                     match tokio::time::timeout_at(deadline, receiver.recv()).await {
                         Err(_) => return Err(timed_out()),
-                        Ok(Ok(id)) if id != task_id => continue,
-                        // Ours, or we lagged behind: read again.
+                        Ok(Ok(id)) if !id.is_empty() && id != task_id => continue,
+                        // Ours, or changes may have been missed: read again.
                         Ok(_) => break,
                     }
                 },
