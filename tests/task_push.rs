@@ -2,7 +2,8 @@
 //! over Streamable HTTP and over stdio: the acknowledgment lists the listened tasks the caller
 //! has, each change of one arrives as `notifications/tasks` whose params are the task as
 //! `tasks/get` shows it at that moment (without `resultType`), and progress a task reports
-//! arrives as its status message, never as `notifications/progress`. The Redis engine across
+//! arrives as its status message, never as `notifications/progress`; with OAuth, another
+//! caller naming a task is neither acknowledged it nor pushed it. The Redis engine across
 //! processes is `tests/redis_push.rs`.
 //!
 //! Every message is validated against the official schemas. Nothing sleeps: each step waits
@@ -293,4 +294,98 @@ async fn r51_task_status_is_pushed_over_stdio_too() {
         .expect("the server ends with its input")
         .expect("the server task")
         .expect("served");
+}
+
+/// Tokens of two callers: `alice` and `bob`, both allowed everything here.
+struct TwoCallers;
+
+#[async_trait::async_trait]
+impl mcpkit::auth::verify::TokenVerifier for TwoCallers {
+    async fn verify(
+        &self,
+        token: &str,
+    ) -> Result<mcpkit::auth::verify::Verified, mcpkit::auth::verify::VerifyError> {
+        match token {
+            "alice" | "bob" => Ok(mcpkit::auth::verify::Verified {
+                principal: mcpkit::auth::Principal::new("app")
+                    .with_issuer("https://as.example")
+                    .with_subject(token),
+                expires_at: None,
+            }),
+            _ => Err(mcpkit::auth::verify::VerifyError::Invalid(
+                "unknown token".into(),
+            )),
+        }
+    }
+}
+
+#[tokio::test]
+async fn r51_only_the_owner_of_a_task_is_acknowledged_and_pushed_it() {
+    let (server, gate) = server();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let resource = mcpkit::auth::ResourceServer::new(&url, TwoCallers)
+        .expect("resource")
+        .authorization_server("https://as.example")
+        .expect("issuer");
+    let http = mcpkit::HttpServer::bind(
+        server,
+        format!("127.0.0.1:{port}"),
+        mcpkit::HttpConfig::new().auth(resource),
+    )
+    .await
+    .expect("bind");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(http.run_until(async move {
+        let _ = stopped.await;
+    }));
+    let created = test_helpers::http::post_2026_to(
+        &url,
+        Some("alice"),
+        "tools/call",
+        json!({"name": "copy", "arguments": {}}),
+        opted_in(),
+    )
+    .await;
+    let id = created.body["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("alice's task: {created:?}"))
+        .to_owned();
+
+    // Bob names Alice's task: nothing is acknowledged, nothing is pushed, even when it ends.
+    let mut bob = Listen::open_as(&url, Some("bob"), json!({"taskIds": [id]}), opted_in()).await;
+    let ack = next(&mut bob, "bob's acknowledgment").await;
+    assert_eq!(
+        ack["params"]["notifications"]["taskIds"],
+        json!([]),
+        "{ack}"
+    );
+    // Alice listens too, and sees her task run and end.
+    let mut alice =
+        Listen::open_as(&url, Some("alice"), json!({"taskIds": [id]}), opted_in()).await;
+    let ack = next(&mut alice, "alice's acknowledgment").await;
+    assert_eq!(
+        ack["params"]["notifications"]["taskIds"],
+        json!([id]),
+        "{ack}"
+    );
+    loop {
+        let (params, _) = task_params(&next(&mut alice, "alice's task").await);
+        if params["statusMessage"] == "copying (1/2)" {
+            break;
+        }
+    }
+    gate.notify_one();
+    let (done, _) = task_params(&next(&mut alice, "the completion").await);
+    assert_eq!(done["status"], "completed");
+    // Pushed to Alice, so Bob's listen had its chance: it got nothing.
+    assert!(
+        bob.next(Duration::from_millis(200)).await.is_none(),
+        "another caller's task reached bob"
+    );
+    let _ = stop.send(());
+    serving.await.expect("task").expect("clean stop");
 }

@@ -264,6 +264,24 @@ impl Listen {
     /// # }
     /// ```
     pub async fn open(url: &str, filter: Value, capabilities: Value) -> Listen {
+        Self::open_as(url, None, filter, capabilities).await
+    }
+
+    /// [`open`](Self::open) with `token` as its bearer token.
+    ///
+    /// ```no_run
+    /// # async fn run() {
+    /// let _ = test_helpers::http::Listen::open_as(
+    ///     "http://127.0.0.1:8000/mcp", Some("eyJ..."), serde_json::json!({}), serde_json::json!({}),
+    /// ).await;
+    /// # }
+    /// ```
+    pub async fn open_as(
+        url: &str,
+        token: Option<&str>,
+        filter: Value,
+        capabilities: Value,
+    ) -> Listen {
         use futures::StreamExt as _;
         let params = json!({
             "notifications": filter,
@@ -275,12 +293,16 @@ impl Listen {
         });
         let body =
             json!({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": params});
-        let response = reqwest::Client::new()
+        let mut request = reqwest::Client::new()
             .post(url)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", "subscriptions/listen")
+            .header("mcp-method", "subscriptions/listen");
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request
             .body(body.to_string())
             .send()
             .await
