@@ -639,6 +639,13 @@ async fn r51_a_listen_on_the_proxy_is_pushed_the_upstream_task_under_its_proxy_i
         .unwrap_or_else(|| panic!("a task through the proxy: {created:?}"))
         .to_owned();
     assert!(TaskIdSigner::looks_like(&id), "{id}");
+    // Ids that are not an array of strings are refused as the tasks extension refuses them.
+    let mut refused = Listen::open(http.url(), json!({"taskIds": id}), opted_in.clone()).await;
+    let answer = refused
+        .next(std::time::Duration::from_secs(30))
+        .await
+        .expect("an answer");
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
     let mut listen = Listen::open(
         http.url(),
         json!({"taskIds": [id, "mcpkit-proxy-task-forged"]}),

@@ -189,32 +189,19 @@ impl ProxyTasks {
         cx: Context,
         requested: &JsonObject,
     ) -> Result<Option<Subscription>, ErrorData> {
-        let Some(Value::Array(ids)) = requested.get("taskIds") else {
+        let Some(ids) = requested.get("taskIds") else {
             return match &self.local {
                 Some(local) => local.subscribe(cx, requested).await,
                 None => Ok(None),
             };
         };
         mcp_tasks::gate_tasks_request(&cx, "subscriptions/listen")?;
-        if ids.len() > mcp_tasks::push::MAX_WATCHED_TASKS {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "a subscriptions/listen may watch at most {} tasks",
-                    mcp_tasks::push::MAX_WATCHED_TASKS
-                ),
-                None,
-            ));
-        }
-        let (proxied, local): (Vec<Value>, Vec<Value>) = ids
-            .iter()
-            .cloned()
-            .partition(|id| id.as_str().is_some_and(TaskIdSigner::looks_like));
+        let (proxied, local): (Vec<String>, Vec<String>) = mcp_tasks::push::task_ids(ids)?
+            .into_iter()
+            .partition(|id| TaskIdSigner::looks_like(id));
         let caller = caller_key(&cx);
         let mut watched: Vec<WatchedTask> = Vec::new();
-        for id in proxied.iter().filter_map(Value::as_str) {
-            if watched.iter().any(|w| w.proxy_id == id) {
-                continue;
-            }
+        for id in &proxied {
             let Some((name, upstream_id)) = self.signer.open(id, &caller) else {
                 continue;
             };
@@ -222,7 +209,7 @@ impl ProxyTasks {
                 continue;
             };
             let task = WatchedTask {
-                proxy_id: id.to_owned(),
+                proxy_id: id.clone(),
                 upstream,
                 upstream_id,
             };
@@ -237,6 +224,7 @@ impl ProxyTasks {
             && !local.is_empty()
         {
             let mut only_local = requested.clone();
+            let local = local.into_iter().map(Value::String).collect();
             only_local.insert("taskIds".to_owned(), Value::Array(local));
             if let Some(subscription) = extension.subscribe(cx.clone(), &only_local).await? {
                 let (members, notifications) = subscription.into_parts();

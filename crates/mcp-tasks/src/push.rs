@@ -92,8 +92,16 @@ fn acknowledged(
     Subscription::new(members, notifications)
 }
 
-/// The ids asked for, each once, in order.
-fn task_ids(value: &Value) -> Result<Vec<String>, ErrorData> {
+/// The `taskIds` of a listen filter, each once, in order: `-32602` unless it is an array of
+/// at most [`MAX_WATCHED_TASKS`] strings (for other extensions that serve task ids, such as
+/// a proxy's).
+///
+/// ```
+/// let ids = mcp_tasks::push::task_ids(&serde_json::json!(["a", "b", "a"])).unwrap();
+/// assert_eq!(ids, ["a", "b"]);
+/// assert_eq!(mcp_tasks::push::task_ids(&serde_json::json!("a")).unwrap_err().code.0, -32602);
+/// ```
+pub fn task_ids(value: &Value) -> Result<Vec<String>, ErrorData> {
     let invalid = |why: String| ErrorData::invalid_params(why, None);
     let Value::Array(items) = value else {
         return Err(invalid(

@@ -197,6 +197,22 @@ fn subscriber_id(list: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// `CLIENT KILL TYPE pubsub` on the Redis at `url`: how many subscribers it cut.
+async fn kill_subscribers(url: &str) -> i64 {
+    let client = redis::Client::open(url).expect("a Redis URL");
+    let mut conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect to Redis");
+    redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("pubsub")
+        .query_async(&mut conn)
+        .await
+        .expect("CLIENT KILL")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_cancel_subscription_is_resubscribed() {
     let redis = RedisServer::start_local();
@@ -205,19 +221,7 @@ async fn a_killed_cancel_subscription_is_resubscribed() {
         .expect("connect");
     let before = client_list(redis.url()).await;
     let first = subscriber_id(&before).unwrap_or_else(|| panic!("a subscriber:\n{before}"));
-    let client = redis::Client::open(redis.url()).expect("a Redis URL");
-    let mut conn = client
-        .get_multiplexed_async_connection()
-        .await
-        .expect("connect to Redis");
-    let killed: i64 = redis::cmd("CLIENT")
-        .arg("KILL")
-        .arg("TYPE")
-        .arg("pubsub")
-        .query_async(&mut conn)
-        .await
-        .expect("CLIENT KILL");
-    assert_eq!(killed, 1);
+    assert_eq!(kill_subscribers(redis.url()).await, 1);
     // A new subscription (another client id) takes its place, after a backoff.
     until_clients(redis.url(), "a new subscriber", |list| {
         subscriber_id(list).is_some_and(|id| id != first)
@@ -251,18 +255,7 @@ async fn a_killed_change_feed_says_changes_may_have_been_missed_then_reports_aga
         .changes()
         .expect("the Redis backend has a change feed");
     let first = subscriber_id(&client_list(redis.url()).await).expect("a subscriber");
-    let client = redis::Client::open(redis.url()).expect("a Redis URL");
-    let mut conn = client
-        .get_multiplexed_async_connection()
-        .await
-        .expect("connect to Redis");
-    let _: i64 = redis::cmd("CLIENT")
-        .arg("KILL")
-        .arg("TYPE")
-        .arg("pubsub")
-        .query_async(&mut conn)
-        .await
-        .expect("CLIENT KILL");
+    assert_eq!(kill_subscribers(redis.url()).await, 1);
     // Once subscribed again, the feed says changes may have been missed (an empty id).
     let missed = tokio::time::timeout(ENDS_WITHIN, changes.recv())
         .await
