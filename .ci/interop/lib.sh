@@ -70,7 +70,7 @@ interop_venv() {
 # interop_example NAME: builds examples/NAME.rs (with --all-features, as the test step
 # builds it) and sets EXAMPLE to the binary, wherever CARGO_TARGET_DIR puts it.
 interop_example() {
-    cargo build --all-features --example "$1"
+    cargo build --workspace --all-features --example "$1"
     local target
     target=$(cargo metadata --format-version 1 --no-deps |
         python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
