@@ -1,7 +1,8 @@
 //! Group commit and wake-ups of [`RedisBackend`], observed on a Redis of its own: calls made
 //! at once share script calls (Redis' own command counts say so) and each still gets its
-//! own answer; a blocked claim is woken by a release, and nothing adds wake-ups while no
-//! claim waits.
+//! own answer; the counts a batch changes are all changed (each item sees the ones before
+//! it); a blocked claim is woken by a release, and nothing adds wake-ups while no claim
+//! waits.
 //!
 //! Needs the `redis` feature: `cargo test -p mcp-tasks --features redis --test redis_batching`.
 
@@ -11,7 +12,7 @@ use std::{sync::Arc, time::Duration};
 
 use futures::future::join_all;
 use mcp_tasks::backend::{
-    BackendError, Limit, Owner, TaskBackend, TaskLimits, WorkerId,
+    BackendError, Limit, NewTask, Owner, TaskBackend, TaskLimits, WorkerId, WriteAck,
     redis::{RedisBackend, RedisOptions},
 };
 use test_helpers::redis::RedisServer;
@@ -77,6 +78,74 @@ async fn calls_made_at_once_share_script_calls_and_keep_their_own_answers() {
     for (view, got) in accepted.iter().zip(views) {
         assert_eq!(got.expect("get").map(|got| got.id), Some(view.id.clone()));
     }
+}
+
+/// Submits `count` tasks of `caller` at once; how many were accepted, and the refusals.
+async fn submit_at_once(
+    backend: &Arc<RedisBackend>,
+    caller: &str,
+    count: usize,
+) -> (Vec<NewTask>, Vec<Limit>) {
+    let submits = (0..count).map(|_| {
+        let backend = Arc::clone(backend);
+        let new = task(caller);
+        async move { (backend.submit(new.clone()).await, new) }
+    });
+    let mut accepted = Vec::new();
+    let mut refused = Vec::new();
+    for (answer, new) in join_all(submits).await {
+        match answer {
+            Ok(_) => accepted.push(new),
+            Err(BackendError::Limit(refusal)) => refused.push(refusal.limit),
+            Err(other) => panic!("submit: {other}"),
+        }
+    }
+    (accepted, refused)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completions_made_at_once_free_every_place_they_held() {
+    let server = RedisServer::start();
+    let options =
+        RedisOptions::default().with_limits(TaskLimits::default().with_max_tasks_per_caller(40));
+    let backend = Arc::new(
+        RedisBackend::connect_with(&server.queue_url("counts"), options)
+            .await
+            .expect("connect"),
+    );
+    let owner = Owner::of(None);
+    // One caller fills its quota in one go: 40 accepted, 10 refused.
+    let (accepted, refused) = submit_at_once(&backend, "auth:alice", 50).await;
+    assert_eq!(accepted.len(), 40);
+    assert_eq!(refused, vec![Limit::TasksPerCaller; 10]);
+    join_all(accepted.iter().map(|new| backend.release(&owner, &new.id)))
+        .await
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()
+        .expect("release");
+    let worker = WorkerId::new();
+    let mut runs = Vec::new();
+    while runs.len() < 40 {
+        let claimed = backend
+            .claim(&worker, 40 - runs.len(), Duration::ZERO)
+            .await
+            .expect("claim");
+        assert!(!claimed.is_empty(), "{} of 40 runs claimed", runs.len());
+        runs.extend(claimed);
+    }
+    // Forty completions at once, in a few script calls: each leaves the counts.
+    let acks = join_all(
+        runs.iter()
+            .map(|run| backend.complete(&run.lease, serde_json::json!({}))),
+    )
+    .await;
+    for ack in acks {
+        assert_eq!(ack.expect("complete"), WriteAck::Recorded);
+    }
+    // So the caller has its whole quota again, and not one place more.
+    let (again, refused) = submit_at_once(&backend, "auth:alice", 41).await;
+    assert_eq!(again.len(), 40, "places freed by the completions");
+    assert_eq!(refused, vec![Limit::TasksPerCaller]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

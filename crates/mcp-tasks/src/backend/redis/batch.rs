@@ -1,8 +1,10 @@
 //! Group commit: calls of one script made while earlier calls of it are on their way to
 //! Redis wait and go together, as one `EVALSHA` whose items the script runs in order
-//! (`lua/batch.lua`). One call alone goes at once, from the caller's task, so a quiet
-//! server pays nothing for it; under load, many calls share one round trip and one script
-//! start.
+//! (`lua/batch.lua`). The call that finds Redis free yields once before it sends, so the
+//! calls of tasks woken with it (the replies of one batch wake a whole wave of callers) go
+//! in its batch instead of behind it; a call still alone after that goes from the caller's
+//! own task. A quiet server pays one yield; under load, many calls share one round trip and
+//! one script start.
 
 use std::{
     collections::VecDeque,
@@ -126,10 +128,12 @@ struct Call {
     reply: oneshot::Sender<Result<Value, BackendError>>,
 }
 
-/// The calls waiting for a batch, and how many batches are on their way.
+/// The calls waiting for a batch, how many batches are on their way, and whether a call
+/// is gathering the next one (calls made meanwhile join it).
 #[derive(Default)]
 struct State {
     in_flight: usize,
+    gathering: bool,
     waiting: VecDeque<Call>,
 }
 
@@ -140,9 +144,10 @@ struct Group {
 }
 
 /// The group commit of one script. A call made while fewer than two batches are on their
-/// way and none waits runs at once, in the caller's task; others wait and go together in
-/// the next batch. Waiting calls are bounded by the callers' own limits (each is a request
-/// or a run in progress).
+/// way and no other call gathers one leads the next batch: it yields once, then sends
+/// itself with every call that waits by then. Other calls wait and go in the next batch.
+/// Waiting calls are bounded by the callers' own limits (each is a request or a run in
+/// progress).
 pub(super) struct Batcher {
     shared: Arc<Group>,
 }
@@ -159,42 +164,84 @@ impl Batcher {
         }
     }
 
-    /// Runs the script for one call's arguments (the prefix is added): at once when Redis
-    /// is not busy with this script, else in a batch with whatever other calls wait.
-    pub(super) async fn call(&self, mut args: Vec<String>) -> Result<Value, BackendError> {
-        let answer = {
+    /// Runs the script for one call's arguments (the prefix is added), in a batch with
+    /// whatever other calls are made at about the same time.
+    pub(super) async fn call(&self, args: Vec<String>) -> Result<Value, BackendError> {
+        let queued = {
             let mut state = lock(&self.shared.state);
-            if state.in_flight < IN_FLIGHT && state.waiting.is_empty() {
-                state.in_flight += 1;
-                None
-            } else {
+            if state.in_flight >= IN_FLIGHT || state.gathering {
+                // Queued under the same lock that saw the slots taken, so the batch that
+                // frees one is sure to find it.
                 let (reply, answer) = oneshot::channel();
-                let args = std::mem::take(&mut args);
                 state.waiting.push_back(Call { args, reply });
-                Some(answer)
+                Err(answer)
+            } else {
+                state.in_flight += 1;
+                state.gathering = true;
+                Ok(args)
             }
         };
-        match answer {
-            None => {
-                // Ends this slot even if the caller stops waiting (its future is dropped).
-                let _slot = Slot(Arc::clone(&self.shared));
-                let calls = [args];
-                let mut replies = self
-                    .shared
-                    .target
-                    .run_items(&self.shared.script, &calls)
-                    .await?;
-                replies.pop().unwrap_or_else(|| {
-                    Err(BackendError::Corrupt(
-                        "a script answered nothing".to_owned(),
-                    ))
-                })
-            }
-            Some(answer) => answer.await.map_err(|_| {
-                BackendError::Unavailable("the Redis backend is shutting down".to_owned())
-            })?,
+        let args = match queued {
+            Ok(args) => args,
+            Err(answer) => return answered(answer).await,
+        };
+        // Ends this slot even if the caller stops waiting (its future is dropped): the
+        // calls that joined meanwhile then go from a task of their own. Declared first, so
+        // a dropped gathering ends before the slot sends what waits.
+        let slot = Slot(Arc::clone(&self.shared));
+        let mut gathering = Gathering(Some(&self.shared));
+        tokio::task::yield_now().await;
+        let own_bytes = size(&args);
+        let joined = {
+            let mut state = lock(&self.shared.state);
+            state.gathering = false;
+            gathering.0 = None;
+            take_batch(&mut state.waiting, 1, own_bytes)
+        };
+        if joined.is_empty() {
+            // Alone: sent from this task, so nobody else depends on this future.
+            let calls = [args];
+            let mut replies = self
+                .shared
+                .target
+                .run_items(&self.shared.script, &calls)
+                .await?;
+            drop(slot);
+            return replies.pop().unwrap_or_else(|| {
+                Err(BackendError::Corrupt(
+                    "a script answered nothing".to_owned(),
+                ))
+            });
+        }
+        // Others' calls ride in this batch: it goes from a task of its own, so it is sent
+        // and answered whether or not this caller still waits.
+        let (reply, answer) = oneshot::channel();
+        let mut batch = Vec::with_capacity(joined.len() + 1);
+        batch.push(Call { args, reply });
+        batch.extend(joined);
+        tokio::spawn(send(batch, slot));
+        answered(answer).await
+    }
+}
+
+/// Ends a gathering whose caller stopped waiting before it took its batch.
+struct Gathering<'a>(Option<&'a Group>);
+
+impl Drop for Gathering<'_> {
+    fn drop(&mut self) {
+        if let Some(group) = self.0 {
+            lock(&group.state).gathering = false;
         }
     }
+}
+
+/// The reply a batch sent for one call.
+async fn answered(
+    answer: oneshot::Receiver<Result<Value, BackendError>>,
+) -> Result<Value, BackendError> {
+    answer
+        .await
+        .map_err(|_| BackendError::Unavailable("the Redis backend is shutting down".to_owned()))?
 }
 
 fn lock(mutex: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
@@ -211,7 +258,7 @@ impl Drop for Slot {
     fn drop(&mut self) {
         let batch = {
             let mut state = lock(&self.0.state);
-            let batch = take_batch(&mut state.waiting);
+            let batch = take_batch(&mut state.waiting, 0, 0);
             if batch.is_empty() {
                 state.in_flight -= 1;
                 return;
@@ -230,11 +277,11 @@ impl Drop for Slot {
     }
 }
 
-/// The longest run of waiting calls within [`MAX_ITEMS`] and [`MAX_BYTES`] (at least one
-/// call when any still waits), leaving out calls nobody waits for; the rest stays for the
-/// next batch.
-fn take_batch(waiting: &mut VecDeque<Call>) -> Vec<Call> {
-    let mut bytes = 0;
+/// The longest run of waiting calls that fits, with a batch already holding `count` calls
+/// of `bytes` argument bytes, within [`MAX_ITEMS`] and [`MAX_BYTES`] (an empty batch takes
+/// at least one call when any still waits), leaving out calls nobody waits for; the rest
+/// stays for the next batch.
+fn take_batch(waiting: &mut VecDeque<Call>, mut count: usize, mut bytes: usize) -> Vec<Call> {
     let mut batch = Vec::new();
     while let Some(call) = waiting.front() {
         // A caller that stopped waiting (its request ended, its try timed out) is not sent:
@@ -243,16 +290,22 @@ fn take_batch(waiting: &mut VecDeque<Call>) -> Vec<Call> {
             waiting.pop_front();
             continue;
         }
-        let size: usize = call.args.iter().map(String::len).sum();
-        if batch.len() >= MAX_ITEMS || (!batch.is_empty() && bytes + size > MAX_BYTES) {
+        let size = size(&call.args);
+        if count >= MAX_ITEMS || (count > 0 && bytes + size > MAX_BYTES) {
             break;
         }
+        count += 1;
         bytes += size;
         if let Some(call) = waiting.pop_front() {
             batch.push(call);
         }
     }
     batch
+}
+
+/// A call's argument bytes.
+fn size(args: &[String]) -> usize {
+    args.iter().map(String::len).sum()
 }
 
 async fn send(batch: Vec<Call>, slot: Slot) {

@@ -21,4 +21,5 @@ while i <= total do
   out[#out + 1] = reply
   i = i + n + 1
 end
+for _, flush in ipairs(FLUSH) do flush() end
 return {out, errors}

@@ -31,7 +31,7 @@ if #before > 0 then
   end
   return {out, ''}
 end
-local clock = num(redis.call('HGET', N, 'vc'), 0)
+local clock = num(NC.get('vc')[1], 0)
 local was = clock
 local ids = {}
 for _ = 1, 64 do
@@ -56,7 +56,7 @@ for _ = 1, 64 do
     end
   end
 end
-if clock > was then redis.call('HSET', N, 'vc', int(clock)) end
+if clock > was then NC.put('vc', int(clock)) end
 if #ids > 0 then
   redis.call('RPUSH', ck, unpack(ids))
   redis.call('PEXPIRE', ck, lease)

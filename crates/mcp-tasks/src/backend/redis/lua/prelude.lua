@@ -6,6 +6,8 @@
 -- A line `--@ name` starts the definition of `name`: a script gets only the definitions its
 -- body uses (and theirs), so a small script does not pay for building the others.
 local P = ARGV[1]
+-- Writes deferred to the end of the call: batch.lua runs these after the last item.
+local FLUSH = {}
 --@ R
 local R = P .. ':r'    -- ready runs: task id by virtual start tag (fair queueing)
 --@ L
@@ -54,29 +56,108 @@ local function bucket_of(exp)
 end
 --@ num
 local function num(text, default) return tonumber(text or '') or default end
+--@ hset_all
+-- HSET (or HDEL, `cmd`) of `key` with the names (and values) in `args`, in slices that stay
+-- within Lua's argument limit.
+local function hset_all(cmd, key, args)
+  for from = 1, #args, 2000 do
+    redis.call(cmd, key, unpack(args, from, math.min(from + 1999, #args)))
+  end
+end
+--@ NC
+-- The hash N, through this call's copy: each field is read at most once and every change
+-- is written once, at the end of the call (FLUSH), so the items of a batch see each
+-- other's changes and share the reads and the write.
+local NC = {values = {}, dirty = {}, gone = false}
+-- The values of the fields `...`, in order (nil for an absent one).
+function NC.get(...)
+  local names = {...}
+  local missing = {}
+  for _, name in ipairs(names) do
+    if NC.values[name] == nil then
+      if NC.gone then NC.values[name] = false else missing[#missing + 1] = name end
+    end
+  end
+  if #missing > 0 then
+    local got = redis.call('HMGET', N, unpack(missing))
+    for i, name in ipairs(missing) do NC.values[name] = got[i] or false end
+  end
+  local out = {}
+  for i, name in ipairs(names) do
+    if NC.values[name] then out[i] = NC.values[name] end
+  end
+  return out
+end
+-- Sets field `name` to `value` (a string; nil removes it).
+function NC.put(name, value)
+  NC.values[name] = value or false
+  NC.dirty[name] = true
+end
+-- Forgets the whole hash (nothing is kept any more).
+function NC.drop()
+  NC.values, NC.dirty, NC.gone = {}, {}, true
+end
+FLUSH[#FLUSH + 1] = function()
+  if NC.gone then redis.call('DEL', N) end
+  local set, gone = {}, {}
+  for name in pairs(NC.dirty) do
+    if NC.values[name] then
+      set[#set + 1] = name
+      set[#set + 1] = NC.values[name]
+    elseif not NC.gone then
+      gone[#gone + 1] = name
+    end
+  end
+  hset_all('HSET', N, set)
+  hset_all('HDEL', N, gone)
+end
+--@ BUMP
+-- Increments of hash fields, made at the end of the call (FLUSH): the increments a batch
+-- makes to one field are one HINCRBY.
+local BUMP = {pending = {}}  -- key -> {field -> total}
+-- Adds `by` to field `name` of hash `key`.
+function BUMP.add(key, name, by)
+  local fields = BUMP.pending[key]
+  if not fields then
+    fields = {}
+    BUMP.pending[key] = fields
+  end
+  fields[name] = (fields[name] or 0) + by
+end
+-- Makes the increments now.
+function BUMP.flush()
+  for key, fields in pairs(BUMP.pending) do
+    for name, by in pairs(fields) do redis.call('HINCRBY', key, name, by) end
+  end
+  BUMP.pending = {}
+end
+FLUSH[#FLUSH + 1] = BUMP.flush
 --@ set_counts
--- Stores the counts `u`, `k` and caller `cal`'s `c`, with `more` fields (name, value...).
--- A caller with nothing unfinished is forgotten (its last tag is behind the clock), and the
+-- Sets the counts `u`, `k` and caller `cal`'s `c`, with `more` fields (name, value...). A
+-- caller with nothing unfinished is forgotten (its last tag is behind the clock), and the
 -- whole hash when nothing is kept.
 local function set_counts(cal, u, k, c, more)
   if u <= 0 and k <= 0 then
-    redis.call('DEL', N)
+    NC.drop()
     return
   end
-  local fields = {'u', int(math.max(u, 0)), 'k', int(math.max(k, 0))}
-  if c > 0 then
-    fields[#fields + 1] = 'c:' .. cal
-    fields[#fields + 1] = int(c)
+  NC.put('u', int(math.max(u, 0)))
+  NC.put('k', int(math.max(k, 0)))
+  if c > 0 then NC.put('c:' .. cal, int(c)) end
+  local extra = more or {}
+  for i = 1, #extra, 2 do NC.put(extra[i], extra[i + 1]) end
+  if c <= 0 then
+    NC.put('c:' .. cal, nil)
+    NC.put('t:' .. cal, nil)
   end
-  for _, v in ipairs(more or {}) do fields[#fields + 1] = v end
-  redis.call('HSET', N, unpack(fields))
-  if c <= 0 then redis.call('HDEL', N, 'c:' .. cal, 't:' .. cal) end
 end
 --@ forget_expired
 -- Takes up to `count` expiry buckets that have passed by `now`: their tasks are gone, so
 -- they leave the kept count, and those that never finished leave the unfinished counts.
 -- Returns how many it took.
 local function forget_expired(now, count)
+  -- Increments this call made wait in BUMP: the buckets read here must hold them.
+  BUMP.flush()
   local buckets = redis.call('ZRANGEBYSCORE', XB, '-inf', now, 'LIMIT', 0, count)
   for _, b in ipairs(buckets) do
     local x = xkey(b)
@@ -90,22 +171,27 @@ local function forget_expired(now, count)
         held[name] = n
       end
     end
-    local n = redis.call('HMGET', N, 'u', 'k')
+    local n = NC.get('u', 'k')
     local u, k = num(n[1], 0), num(n[2], 0)
     for cal, submitted in pairs(held) do
       local unfinished = submitted - (finished[cal] or 0)
       k = k - submitted
       if unfinished > 0 then
         u = u - unfinished
-        if redis.call('HINCRBY', N, 'c:' .. cal, -unfinished) <= 0 then
-          redis.call('HDEL', N, 'c:' .. cal, 't:' .. cal)
+        local c = num(NC.get('c:' .. cal)[1], 0) - unfinished
+        if c <= 0 then
+          NC.put('c:' .. cal, nil)
+          NC.put('t:' .. cal, nil)
+        else
+          NC.put('c:' .. cal, int(c))
         end
       end
     end
     if u <= 0 and k <= 0 then
-      redis.call('DEL', N)
+      NC.drop()
     else
-      redis.call('HSET', N, 'u', int(math.max(u, 0)), 'k', int(math.max(k, 0)))
+      NC.put('u', int(math.max(u, 0)))
+      NC.put('k', int(math.max(k, 0)))
     end
     redis.call('DEL', x)
     redis.call('ZREM', XB, b)
@@ -113,8 +199,12 @@ local function forget_expired(now, count)
   return #buckets
 end
 --@ wake
--- Wakes blocked claims for a run of `id`, when one may be waiting.
+-- Wakes blocked claims for a run of `id`, when one may be waiting: once per call, as one
+-- wake-up wakes every blocked claim and the call's changes land together.
+local WOKEN = false
 local function wake(id)
+  if WOKEN then return end
+  WOKEN = true
   if redis.call('EXISTS', WT) == 1 then
     redis.call('XADD', W, 'MAXLEN', '~', 64, '*', 't', id)
   end
@@ -131,9 +221,9 @@ end
 -- Queues a new run of task `id` of caller `cal` fairly.
 local function enqueue(t, id, cal)
   cal = cal or ''
-  local n = redis.call('HMGET', N, 't:' .. cal, 'vc')
+  local n = NC.get('t:' .. cal, 'vc')
   local tag = fair_tag(n[2], n[1])
-  redis.call('HSET', N, 't:' .. cal, int(tag))
+  NC.put('t:' .. cal, int(tag))
   redis.call('ZADD', R, tag, id)
   redis.call('HSET', t, 'msg', int(tag))
   wake(id)
@@ -156,10 +246,10 @@ local function finish(t, st, now, f, where, fields)
   if where.leased then redis.call('ZREM', L, id) end
   if where.held then redis.call('ZREM', S, id) end
   local cal = f[1] or ''
-  local n = redis.call('HMGET', N, 'u', 'k', 'c:' .. cal)
+  local n = NC.get('u', 'k', 'c:' .. cal)
   set_counts(cal, num(n[1], 0) - 1, num(n[2], 0), num(n[3], 0) - 1)
   local b = bucket_of(f[2])
-  if b then redis.call('HINCRBY', xkey(b), 'f:' .. cal, 1) end
+  if b then BUMP.add(xkey(b), 'f:' .. cal, 1) end
   local set = {'st', st, 'up', int(now)}
   for _, v in ipairs(fields or {}) do set[#set + 1] = v end
   redis.call('HSET', t, unpack(set))

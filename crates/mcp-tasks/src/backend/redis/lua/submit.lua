@@ -10,7 +10,7 @@ if redis.call('EXISTS', t) == 1 then return -1 end
 local now = now_ms()
 local cal = A[11]
 local function state()
-  return redis.call('HMGET', N, 'u', 'k', 'c:' .. cal, 't:' .. cal, 'vc', 'lb')
+  return NC.get('u', 'k', 'c:' .. cal, 't:' .. cal, 'vc', 'lb')
 end
 -- Expired tasks leave the counts when the sweeper meets their expiry bucket, or here,
 -- before a count at its limit refuses.
@@ -50,7 +50,7 @@ if exp then redis.call('PEXPIREAT', t, exp) end
 local more = {'t:' .. cal, int(tag)}
 local b = bucket_of(exp)
 if b then
-  redis.call('HINCRBY', xkey(b), cal, 1)
+  BUMP.add(xkey(b), cal, 1)
   if n[6] ~= b then
     redis.call('ZADD', XB, b, b)
     more[3] = 'lb'
