@@ -210,3 +210,26 @@ async fn a_waiting_claim_is_woken_by_a_release_and_nothing_wakes_nobody() {
         vec![&next.id]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_redis_lost_are_loaded_again() {
+    let server = RedisServer::start();
+    let backend = RedisBackend::connect(&server.queue_url("reload"))
+        .await
+        .expect("connect");
+    let owner = Owner::of(None);
+    let first = task("auth:a");
+    backend.submit(first.clone()).await.expect("submit");
+    let mut redis = raw(&server).await;
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut redis)
+        .await
+        .expect("SCRIPT FLUSH");
+    // Batched, and alone: each script is loaded again and the call goes through.
+    backend.release(&owner, &first.id).await.expect("release");
+    let second = task("auth:a");
+    backend.submit(second.clone()).await.expect("submit");
+    let got = backend.get(&owner, &second.id).await.expect("get");
+    assert_eq!(got.map(|view| view.id), Some(second.id));
+}

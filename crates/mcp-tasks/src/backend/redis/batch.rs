@@ -46,14 +46,14 @@ impl Target {
         script: &Script,
         calls: &[Vec<String>],
     ) -> Result<Vec<Result<Value, BackendError>>, BackendError> {
-        let mut invocation = self.invocation(script);
+        let mut command = self.command(script);
         for args in calls {
-            invocation.arg(args.len());
+            command.arg(args.len());
             for arg in args {
-                invocation.arg(arg.as_str());
+                command.arg(arg.as_str());
             }
         }
-        let reply = self.invoke(&invocation).await?;
+        let reply = self.invoke(script, &command).await?;
         split(reply, calls.len())
     }
 
@@ -63,30 +63,39 @@ impl Target {
         script: &Script,
         args: &[&str],
     ) -> Result<Value, BackendError> {
-        let mut invocation = self.invocation(script);
+        let mut command = self.command(script);
         for arg in args {
-            invocation.arg(*arg);
+            command.arg(*arg);
         }
-        self.invoke(&invocation).await
+        self.invoke(script, &command).await
     }
 
-    /// A call of `script` naming the queue's ready set as its key (under Redis Cluster that
-    /// routes it to the node of the queue's slot, where all its keys live) and the prefix.
-    fn invocation<'a>(&self, script: &'a Script) -> redis::ScriptInvocation<'a> {
-        let mut invocation = script.prepare_invoke();
-        invocation.key(&self.key).arg(&self.prefix);
-        invocation
+    /// An `EVALSHA` of `script` naming the queue's ready set as its key (under Redis Cluster
+    /// that routes it to the node of the queue's slot, where all its keys live) and the
+    /// prefix. Built as one command, whose arguments share one buffer.
+    fn command(&self, script: &Script) -> redis::Cmd {
+        let mut command = redis::cmd("EVALSHA");
+        command
+            .arg(script.get_hash())
+            .arg(1)
+            .arg(&self.key)
+            .arg(&self.prefix);
+        command
     }
 
-    async fn invoke(
-        &self,
-        invocation: &redis::ScriptInvocation<'_>,
-    ) -> Result<Value, BackendError> {
+    /// Sends `command`; when Redis lost the script (a restart, `SCRIPT FLUSH`), loads it and
+    /// sends the command again.
+    async fn invoke(&self, script: &Script, command: &redis::Cmd) -> Result<Value, BackendError> {
         let mut conn = self.conn.clone();
-        invocation
-            .invoke_async::<Value>(&mut conn)
-            .await
-            .map_err(unavailable)
+        match command.query_async::<Value>(&mut conn).await {
+            Err(error)
+                if error.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+            {
+                script.load_async(&mut conn).await.map_err(unavailable)?;
+                command.query_async(&mut conn).await.map_err(unavailable)
+            }
+            other => other.map_err(unavailable),
+        }
     }
 }
 
