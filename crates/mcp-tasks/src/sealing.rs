@@ -419,13 +419,13 @@ pub fn plain_tag(text: &str) -> String {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
-            let _ = write!(out, "{b:02x}");
-            out
-        })
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+    }
+    out
 }
 
 /// Opens a stored context. With a `sealer`, only a value it sealed for `binding` opens; a
@@ -462,6 +462,14 @@ mod tests {
     use super::*;
 
     const ARGS: &str = "{\"a\":6,\"b\":7}";
+
+    #[test]
+    fn a_plain_tag_is_the_lowercase_hex_sha256() {
+        assert_eq!(
+            plain_tag("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
 
     fn binding() -> Binding<'static> {
         Binding {

@@ -57,6 +57,17 @@ fn note(error: &mcp_tasks::backend::BackendError) {
     eprintln!("retrying after: {error}");
 }
 
+/// The tasks of the runs one claim of at most one run takes now, without waiting.
+async fn claim_now(backend: &RedisBackend, worker: &WorkerId) -> Vec<String> {
+    backend
+        .claim(worker, 1, Duration::ZERO)
+        .await
+        .expect("claim")
+        .into_iter()
+        .map(|run| run.lease.task)
+        .collect()
+}
+
 #[tokio::test]
 async fn scope2_a_task_never_released_is_released_by_the_sweeper_after_a_lease() {
     let backend = connect(&RedisServer::shared().queue_url("fallback")).await;
@@ -64,17 +75,66 @@ async fn scope2_a_task_never_released_is_released_by_the_sweeper_after_a_lease()
     backend.submit(new.clone()).await.expect("submit");
     let worker = WorkerId::new();
     assert!(
-        backend
-            .claim(&worker, 1, Duration::ZERO)
-            .await
-            .expect("claim")
-            .is_empty(),
+        claim_now(&backend, &worker).await.is_empty(),
         "not released yet"
     );
     let claimed = sweep_and_claim(&backend, &worker, 1).await;
     assert_eq!(claimed, vec![new.id.clone()]);
     let view = backend.get(&new.owner, &new.id).await.expect("get");
     assert_eq!(view.map(|v| v.status), Some(TaskStatus::Working));
+}
+
+#[tokio::test]
+async fn scope2_a_first_run_claimed_before_its_release_goes_when_released() {
+    let backend = connect(&RedisServer::shared().queue_url("claimed-early")).await;
+    let new = task(1);
+    backend.submit(new.clone()).await.expect("submit");
+    let worker = WorkerId::new();
+    assert!(
+        claim_now(&backend, &worker).await.is_empty(),
+        "a run went before its release"
+    );
+    backend.release(&new.owner, &new.id).await.expect("release");
+    // No sweep: the release itself lets the run go.
+    assert_eq!(claim_now(&backend, &worker).await, vec![new.id.clone()]);
+    backend
+        .release(&new.owner, &new.id)
+        .await
+        .expect("release again");
+    assert!(
+        claim_now(&backend, &WorkerId::new()).await.is_empty(),
+        "a second release queued the run again"
+    );
+}
+
+#[tokio::test]
+async fn scope2_a_task_never_released_runs_when_first_claimed_after_a_lease() {
+    let url = RedisServer::shared().queue_url("never-claimed");
+    let backend = connect(&url).await;
+    let new = task(1);
+    let view = backend.submit(new.clone()).await.expect("submit");
+    // Waits for the Redis clock to pass the release deadline, claiming nothing meanwhile.
+    let mut redis = redis::Client::open(url.as_str())
+        .expect("url")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("redis");
+    let due = view.created_at_ms + u64::try_from(LEASE.as_millis()).expect("ms");
+    loop {
+        let (secs, micros): (u64, u64) = redis::cmd("TIME")
+            .query_async(&mut redis)
+            .await
+            .expect("TIME");
+        if secs * 1000 + micros / 1000 > due {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // No sweep: the claim that meets it past the deadline runs it.
+    assert_eq!(
+        claim_now(&backend, &WorkerId::new()).await,
+        vec![new.id.clone()]
+    );
 }
 
 #[tokio::test]

@@ -21,14 +21,15 @@ use super::{
     unavailable,
 };
 
-/// How many calls one batch takes at most.
-pub(super) const MAX_ITEMS: usize = 64;
+/// How many calls one batch takes at most. Small enough that a wave of callers goes as
+/// several batches, so the client reads one batch's replies while Redis runs the next.
+pub(super) const MAX_ITEMS: usize = 16;
 
 /// How many argument bytes one batch takes at most (a larger call goes alone).
 pub(super) const MAX_BYTES: usize = 1 << 20;
 
 /// How many batches of one script may be on their way at once.
-const IN_FLIGHT: usize = 2;
+const IN_FLIGHT: usize = 4;
 
 /// What a script's call is sent with: the queue's key (it routes the call under Redis
 /// Cluster) and its prefix (every script's first argument).
@@ -152,7 +153,7 @@ struct Group {
     state: Mutex<State>,
 }
 
-/// The group commit of one script. A call made while fewer than two batches are on their
+/// The group commit of one script. A call made while fewer than four batches are on their
 /// way and no other call gathers one leads the next batch: it yields once, then sends
 /// itself with every call that waits by then. Other calls wait and go in the next batch.
 /// Waiting calls are bounded by the callers' own limits (each is a request or a run in

@@ -8,7 +8,7 @@
 //! | `P:t:<id>` | hash | the task: owner (a tag, never the principal), caller tag, tool, arguments, context, status, result or error, fence, attempts, round, the start tag of its queued run |
 //! | `P:r` | sorted set | runnable runs: task id by virtual start tag |
 //! | `P:l` | sorted set | held runs: task id by its lease's deadline |
-//! | `P:s` | sorted set | submitted tasks not yet released: task id by the release deadline |
+//! | `P:s` | sorted set | first runs a claim met before their release (field `hold` of the task: until when): task id by the hold's deadline |
 //! | `P:n` | hash | the counts (`u` unfinished, `k` kept, `c:<caller tag>` a caller's unfinished) and the fair queue's clocks (`vc` the virtual clock, `t:<caller tag>` a caller's last start tag) |
 //! | `P:x:<bucket>`, `P:xb` | hash, sorted set | tasks by the 100 ms bucket they expire in (per caller: submitted, `f:`finished), and the buckets by their end: how expired tasks leave the counts |
 //! | `P:w`, `P:wt` | stream, capped; string | one entry per queued run while `P:wt` says a claim may be waiting, to wake it |
@@ -798,9 +798,15 @@ impl TaskBackend for RedisBackend {
             }
         }
         .unwrap_or_default();
+        // The submitter's own release (its tag known) is not checked against the owner.
+        let owner_tags = if tag.is_empty() {
+            self.owner_tags(owner)
+        } else {
+            String::new()
+        };
         self.call(
             Via::Batched(&self.batchers.release),
-            &[id, &self.owner_tags(owner), &tag],
+            &[id, &owner_tags, &tag],
         )
         .await?;
         Ok(())

@@ -14,7 +14,7 @@ local now = now_ms()
 local out = {}
 -- The fields a claim reads of a task: its state, then what a run needs.
 local FIELDS = {'st', 'msg', 'worker', 'fence', 'att', 'cid', 'owner', 'tool', 'ver', 'args',
-  'ctx', 'rnd', 'rst'}
+  'ctx', 'rnd', 'rst', 'hold'}
 local function run(id, t, d, fence, att)
   local ia = {}
   if num(d[12], 1) > 1 then ia = redis.call('HGETALL', t .. ':ia') end
@@ -45,11 +45,18 @@ for _ = 1, 64 do
     local t = tkey(id)
     local d = redis.call('HMGET', t, unpack(FIELDS))
     -- A run of a task that ended, expired, is held or waits for input meanwhile is simply
-    -- dropped.
-    if d[1] and not terminal(d[1]) and d[2] and not d[3] then
+    -- dropped; a first run not yet released is parked for its release (or, once the hold's
+    -- deadline passes, the sweeper); past that deadline it runs.
+    local live = d[1] and not terminal(d[1]) and d[2] and not d[3]
+    if live and d[14] and tonumber(d[14]) > now then
+      redis.call('ZADD', S, d[14], id)
+      redis.call('HDEL', t, 'hold')
+      live = false
+    end
+    if live then
       local fence, att = num(d[4], 0) + 1, num(d[5], 0) + 1
       redis.call('HSET', t, 'fence', int(fence), 'att', int(att), 'worker', worker, 'cid', A[5])
-      redis.call('HDEL', t, 'msg')
+      redis.call('HDEL', t, 'msg', 'hold')
       redis.call('ZADD', L, now + lease, id)
       ids[#ids + 1] = id
       out[#out + 1] = run(id, t, d, fence, att)

@@ -13,7 +13,7 @@ local R = P .. ':r'    -- ready runs: task id by virtual start tag (fair queuein
 --@ L
 local L = P .. ':l'    -- leases: task id by the Redis-clock deadline of its run
 --@ S
-local S = P .. ':s'    -- submitted, not yet released: task id by the deadline of its release
+local S = P .. ':s'    -- first runs met held by a claim: task id by the deadline of the hold
 --@ W
 local W = P .. ':w'    -- wake-ups for blocked claims (capped)
 --@ WT
@@ -71,22 +71,28 @@ end
 local NC = {values = {}, dirty = {}, gone = false}
 -- The values of the fields `...`, in order (nil for an absent one).
 function NC.get(...)
+  local count = select('#', ...)
+  local values = NC.values
   local names = {...}
-  local missing = {}
-  for _, name in ipairs(names) do
-    if NC.values[name] == nil then
-      if NC.gone then NC.values[name] = false else missing[#missing + 1] = name end
+  local missing = nil
+  for i = 1, count do
+    local name = names[i]
+    if values[name] == nil then
+      if NC.gone then
+        values[name] = false
+      else
+        missing = missing or {}
+        missing[#missing + 1] = name
+      end
     end
   end
-  if #missing > 0 then
+  if missing then
     local got = redis.call('HMGET', N, unpack(missing))
-    for i, name in ipairs(missing) do NC.values[name] = got[i] or false end
+    for i, name in ipairs(missing) do values[name] = got[i] or false end
   end
-  local out = {}
-  for i, name in ipairs(names) do
-    if NC.values[name] then out[i] = NC.values[name] end
-  end
-  return out
+  -- The names' table becomes the values' (with holes for absent fields).
+  for i = 1, count do names[i] = values[names[i]] or nil end
+  return names
 end
 -- Sets field `name` to `value` (a string; nil removes it).
 function NC.put(name, value)
@@ -143,10 +149,12 @@ local function set_counts(cal, u, k, c, more)
   end
   NC.put('u', int(math.max(u, 0)))
   NC.put('k', int(math.max(k, 0)))
-  if c > 0 then NC.put('c:' .. cal, int(c)) end
-  local extra = more or {}
-  for i = 1, #extra, 2 do NC.put(extra[i], extra[i + 1]) end
-  if c <= 0 then
+  if more then
+    for i = 1, #more, 2 do NC.put(more[i], more[i + 1]) end
+  end
+  if c > 0 then
+    NC.put('c:' .. cal, int(c))
+  else
     NC.put('c:' .. cal, nil)
     NC.put('t:' .. cal, nil)
   end
@@ -253,7 +261,7 @@ local function finish(t, st, now, f, where, fields)
   local set = {'st', st, 'up', int(now)}
   for _, v in ipairs(fields or {}) do set[#set + 1] = v end
   redis.call('HSET', t, unpack(set))
-  redis.call('HDEL', t, 'msg', 'worker', 'cid', 'args', 'ctx', 'rst')
+  redis.call('HDEL', t, 'msg', 'worker', 'cid', 'args', 'ctx', 'rst', 'hold')
   if f[4] == 'input_required' or num(f[3], 1) > 1 then
     redis.call('DEL', t .. ':ir', t .. ':ik', t .. ':ia')
   end

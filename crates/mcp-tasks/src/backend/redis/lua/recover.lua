@@ -1,7 +1,7 @@
 -- A: prefix, count, lost-worker error JSON, its message.
--- Takes up to `count` overdue leases (their worker stopped renewing) and overdue releases
--- (the submitting server never released the task) and decides each: a released task is
--- queued; a lapsed run starts again if attempts are left, else the task fails for a lost
+-- Takes up to `count` overdue leases (their worker stopped renewing) and overdue holds (a
+-- claim parked a first run whose release never came: its server died) and decides each: a
+-- parked run is queued; a lapsed run starts again if attempts are left, else the task fails for a lost
 -- worker. Entries of tasks that ended or expired meanwhile are dropped. Then takes up to
 -- `count` expiry buckets that have passed: their tasks are gone, so they leave the kept
 -- count, and those that never finished leave the unfinished counts.

@@ -2,37 +2,33 @@
 -- max_attempts, caller tag, release deadline (ms after now), max unfinished per caller, max
 -- unfinished, max kept. Returns {creation time (Unix ms), start tag of the first run}; -1
 -- when the id is taken; -2, -3, -4 when the caller's, everybody's unfinished, or the kept
--- tasks are at their limit (then nothing is stored). The first run is fairly placed now
--- and queued by `release`.
+-- tasks are at their limit (then nothing is stored). The first run is queued now, at its
+-- fair place, but held (field `hold`: until when) until `release`: a claim that meets it
+-- held parks it in S for `release` or the sweeper.
 local id = A[2]
 local t = tkey(id)
 if redis.call('EXISTS', t) == 1 then return -1 end
 local now = now_ms()
 local cal = A[11]
-local function state()
-  return NC.get('u', 'k', 'c:' .. cal, 't:' .. cal, 'vc', 'lb')
-end
--- Expired tasks leave the counts when the sweeper meets their expiry bucket, or here,
--- before a count at its limit refuses.
-local function refusal(n)
-  if num(n[3], 0) >= tonumber(A[13]) then return -2 end
-  if num(n[1], 0) >= tonumber(A[14]) then return -3 end
-  if num(n[2], 0) >= tonumber(A[15]) then return -4 end
-  return nil
-end
-local n = state()
-if refusal(n) then
+local ckey, tagkey = 'c:' .. cal, 't:' .. cal
+local n = NC.get('u', 'k', ckey, tagkey, 'vc', 'lb')
+local max_c, max_u, max_k = tonumber(A[13]), tonumber(A[14]), tonumber(A[15])
+if num(n[3], 0) >= max_c or num(n[1], 0) >= max_u or num(n[2], 0) >= max_k then
+  -- Expired tasks leave the counts when the sweeper meets their expiry bucket, or here,
+  -- before a count at its limit refuses.
   for _ = 1, 16 do
     if forget_expired(now, 64) < 64 then break end
   end
-  n = state()
-  local refused = refusal(n)
-  if refused then return refused end
+  n = NC.get('u', 'k', ckey, tagkey, 'vc', 'lb')
+  if num(n[3], 0) >= max_c then return -2 end
+  if num(n[1], 0) >= max_u then return -3 end
+  if num(n[2], 0) >= max_k then return -4 end
 end
 local tag = fair_tag(n[5], n[4])
 -- Defaults are not stored: fence and attempt 0, round 1, updated when created.
 local fields = {'owner', A[3], 'tool', A[4], 'args', A[6], 'ctx', A[7], 'st', 'working',
-  'cr', int(now), 'poll', A[9], 'max', A[10], 'cal', cal, 'msg', int(tag)}
+  'cr', int(now), 'poll', A[9], 'max', A[10], 'cal', cal, 'msg', int(tag),
+  'hold', int(now + tonumber(A[12]))}
 if A[5] ~= '' then
   fields[#fields + 1] = 'ver'
   fields[#fields + 1] = A[5]
@@ -47,7 +43,7 @@ if A[8] ~= '' then
 end
 redis.call('HSET', t, unpack(fields))
 if exp then redis.call('PEXPIREAT', t, exp) end
-local more = {'t:' .. cal, int(tag)}
+local more = {tagkey, int(tag)}
 local b = bucket_of(exp)
 if b then
   BUMP.add(xkey(b), cal, 1)
@@ -58,7 +54,7 @@ if b then
   end
 end
 set_counts(cal, num(n[1], 0) + 1, num(n[2], 0) + 1, num(n[3], 0) + 1, more)
--- Released by `release`, or by the sweeper once this deadline passes (the submitting server
--- died or its release failed).
-redis.call('ZADD', S, now + tonumber(A[12]), id)
+-- Released by `release`, or once the hold's deadline passes (the submitting server died or
+-- its release failed): by the claim that meets it then, or by the sweeper if parked.
+redis.call('ZADD', R, tag, id)
 return {now, tag}
