@@ -80,6 +80,61 @@ async fn calls_made_at_once_share_script_calls_and_keep_their_own_answers() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_id_taken_is_refused_alone_and_twice_in_one_batch() {
+    let server = RedisServer::start();
+    let backend = Arc::new(
+        RedisBackend::connect_with(&server.queue_url("taken"), RedisOptions::default())
+            .await
+            .expect("connect"),
+    );
+    let taken = |answer: &Result<_, BackendError>| matches!(answer, Err(BackendError::Corrupt(message)) if message.contains("already taken"));
+    let first = task("auth:alice");
+    backend.submit(first.clone()).await.expect("submit");
+    // The same id again, from another caller with another tool: refused, the task unchanged.
+    let again = NewTask {
+        caller: "auth:mallory".to_owned(),
+        tool: "other".to_owned(),
+        ..first.clone()
+    };
+    assert!(taken(&backend.submit(again).await));
+    // At once (one batch): new tasks with the taken id among them, then with one new id
+    // twice (which of the two wins is not specified).
+    let at_once = |news: Vec<NewTask>| {
+        let backend = Arc::clone(&backend);
+        async move {
+            let submits = news.into_iter().map(|new| {
+                let backend = Arc::clone(&backend);
+                async move { backend.submit(new).await }
+            });
+            let answers = join_all(submits).await;
+            let refused: Vec<usize> = (0..answers.len()).filter(|&i| taken(&answers[i])).collect();
+            assert!(answers.iter().all(|a| a.is_ok() || taken(a)), "{answers:?}");
+            refused
+        }
+    };
+    let others = || task("auth:carol");
+    assert_eq!(at_once(vec![others(), first.clone(), others()]).await, [1]);
+    let twice = task("auth:bob");
+    let refused = at_once(vec![others(), twice.clone(), others(), twice]).await;
+    assert!(refused == [1] || refused == [3], "refused {refused:?}");
+    // The first task is still the one stored under its id: its run is an `echo`.
+    backend
+        .release(&first.owner, &first.id)
+        .await
+        .expect("release");
+    let runs = backend
+        .claim(&WorkerId::new(), 1, Duration::ZERO)
+        .await
+        .expect("claim");
+    assert_eq!(
+        runs.iter()
+            .map(|r| (r.lease.task.as_str(), r.tool.as_str()))
+            .collect::<Vec<_>>(),
+        vec![(first.id.as_str(), "echo")]
+    );
+}
+
 /// Submits `count` tasks of `caller` at once; how many were accepted, and the refusals.
 async fn submit_at_once(
     backend: &Arc<RedisBackend>,

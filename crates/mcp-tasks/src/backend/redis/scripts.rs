@@ -184,6 +184,14 @@ mod tests {
     }
 
     #[test]
+    fn a_script_alone_defers_no_write() {
+        // Deferred writes are made by the batch driver, which a script alone does not have.
+        let text = super::alone_text(include_str!("lua/get.lua"));
+        assert!(!text.contains("FLUSH[#FLUSH + 1]"), "{text}");
+        assert!(script_text("ZQ.add(R, 1, 'x')").contains("FLUSH[#FLUSH + 1]"));
+    }
+
+    #[test]
     fn names_match_whole_identifiers_only() {
         assert!(uses("redis.call('ZADD', R, 1)", "R"));
         assert!(!uses("local RR = 1", "R"));

@@ -36,6 +36,7 @@ local was = clock
 local ids = {}
 for _ = 1, 64 do
   if #out >= max then break end
+  ZQ.flush(R)
   local popped = redis.call('ZPOPMIN', R, max - #out)
   if #popped == 0 then break end
   for i = 1, #popped, 2 do
@@ -49,7 +50,7 @@ for _ = 1, 64 do
     -- deadline passes, the sweeper); past that deadline it runs.
     local live = d[1] and not terminal(d[1]) and d[2] and not d[3]
     if live and d[14] and tonumber(d[14]) > now then
-      redis.call('ZADD', S, d[14], id)
+      ZQ.add(S, d[14], id)
       redis.call('HDEL', t, 'hold')
       live = false
     end
@@ -57,7 +58,7 @@ for _ = 1, 64 do
       local fence, att = num(d[4], 0) + 1, num(d[5], 0) + 1
       redis.call('HSET', t, 'fence', int(fence), 'att', int(att), 'worker', worker, 'cid', A[5])
       redis.call('HDEL', t, 'msg', 'hold')
-      redis.call('ZADD', L, now + lease, id)
+      ZQ.add(L, now + lease, id)
       ids[#ids + 1] = id
       out[#out + 1] = run(id, t, d, fence, att)
     end

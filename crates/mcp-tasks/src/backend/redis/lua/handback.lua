@@ -11,7 +11,7 @@ if not f[2] and f[3] == A[4] then return 'R' end
 if f[2] ~= A[3] or f[3] ~= A[4] then return 'L' end
 if num(f[4], 0) < num(f[5], 1) then
   redis.call('HDEL', t, 'worker', 'cid')
-  redis.call('ZREM', L, id)
+  ZQ.rem(L, id)
   enqueue(t, id, f[6])
 else
   finish(t, 'failed', now_ms(), {f[6], f[7], f[8], f[1]}, {leased = true},

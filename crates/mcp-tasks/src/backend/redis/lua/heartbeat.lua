@@ -7,13 +7,13 @@ for i = 3, #A, 3 do
   local t = tkey(id)
   local f = redis.call('HMGET', t, 'st', 'worker', 'fence')
   if not f[1] then
-    redis.call('ZREM', L, id)
+    ZQ.rem(L, id)
     out[#out + 1] = 'G'
   elseif f[1] == 'cancelled' then out[#out + 1] = 'C'
   elseif terminal(f[1]) then out[#out + 1] = 'G'
   elseif f[2] ~= A[i + 1] or f[3] ~= A[i + 2] then out[#out + 1] = 'L'
   else
-    redis.call('ZADD', L, deadline, id)
+    ZQ.add(L, deadline, id)
     out[#out + 1] = 'H'
   end
 end

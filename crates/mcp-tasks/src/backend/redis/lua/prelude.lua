@@ -56,10 +56,10 @@ local function bucket_of(exp)
 end
 --@ num
 local function num(text, default) return tonumber(text or '') or default end
---@ hset_all
--- HSET (or HDEL, `cmd`) of `key` with the names (and values) in `args`, in slices that stay
--- within Lua's argument limit.
-local function hset_all(cmd, key, args)
+--@ call_sliced
+-- `cmd` (HSET, HDEL, ZADD, ZREM) of `key` with the arguments in `args` (pairs stay whole),
+-- in slices that stay within Lua's argument limit.
+local function call_sliced(cmd, key, args)
   for from = 1, #args, 2000 do
     redis.call(cmd, key, unpack(args, from, math.min(from + 1999, #args)))
   end
@@ -114,8 +114,8 @@ FLUSH[#FLUSH + 1] = function()
       gone[#gone + 1] = name
     end
   end
-  hset_all('HSET', N, set)
-  hset_all('HDEL', N, gone)
+  call_sliced('HSET', N, set)
+  call_sliced('HDEL', N, gone)
 end
 --@ BUMP
 -- Increments of hash fields, made at the end of the call (FLUSH): the increments a batch
@@ -138,6 +138,66 @@ function BUMP.flush()
   BUMP.pending = {}
 end
 FLUSH[#FLUSH + 1] = BUMP.flush
+--@ ZQ
+-- Writes to the sorted sets R, L and S, made at the end of the call (FLUSH): a batch's adds
+-- to one set are one ZADD and its removals one ZREM. Only a member's last write counts, as
+-- if they were made in order; code that reads a set flushes it first (`ZQ.flush(key)`).
+local ZQ = {pending = {}}  -- key -> {member -> score, or false to remove}
+local function zq_of(key)
+  local members = ZQ.pending[key]
+  if not members then
+    members = {}
+    ZQ.pending[key] = members
+  end
+  return members
+end
+-- Adds (or moves) `member` at `score` in `key`.
+function ZQ.add(key, score, member) zq_of(key)[member] = score end
+-- Removes `member` from `key`.
+function ZQ.rem(key, member) zq_of(key)[member] = false end
+-- Makes the writes to `key` now (every key's, without one).
+function ZQ.flush(key)
+  for k, members in pairs(ZQ.pending) do
+    if not key or k == key then
+      local add, rem = {}, {}
+      for member, score in pairs(members) do
+        if score then
+          add[#add + 1] = score
+          add[#add + 1] = member
+        else
+          rem[#rem + 1] = member
+        end
+      end
+      call_sliced('ZADD', k, add)
+      call_sliced('ZREM', k, rem)
+      ZQ.pending[k] = nil
+    end
+  end
+end
+FLUSH[#FLUSH + 1] = function() ZQ.flush() end
+--@ fresh
+-- Whether none of this call's items names a task that exists, the task id being each
+-- item's argument `k`: one EXISTS for the whole call instead of one per item (batched
+-- scripts only: it reads the call's layout, see the end of this prelude). Items of one call
+-- that share an id are told apart by `SEEN` (the ids stored by this call).
+local FRESH = nil
+local SEEN = {}
+local function fresh(k)
+  if FRESH == nil then
+    local keys = {}
+    local i = 2
+    while i <= #ARGV do
+      keys[#keys + 1] = tkey(ARGV[i - 1 + k])
+      i = i + tonumber(ARGV[i]) + 1
+    end
+    local found = 0
+    for from = 1, #keys, 2000 do
+      found = found + redis.call('EXISTS', unpack(keys, from, math.min(from + 1999, #keys)))
+    end
+    FRESH = found == 0
+  end
+  return FRESH
+end
 --@ set_counts
 -- Sets the counts `u`, `k` and caller `cal`'s `c`, with `more` fields (name, value...). A
 -- caller with nothing unfinished is forgotten (its last tag is behind the clock), and the
@@ -232,7 +292,7 @@ local function enqueue(t, id, cal)
   local n = NC.get('t:' .. cal, 'vc')
   local tag = fair_tag(n[2], n[1])
   NC.put('t:' .. cal, int(tag))
-  redis.call('ZADD', R, tag, id)
+  ZQ.add(R, tag, id)
   redis.call('HSET', t, 'msg', int(tag))
   wake(id)
   return tag
@@ -250,9 +310,9 @@ end
 -- {cal, exp, rnd, st} (as stored).
 local function finish(t, st, now, f, where, fields)
   local id = string.sub(t, #P + 4)
-  if where.queued then redis.call('ZREM', R, id) end
-  if where.leased then redis.call('ZREM', L, id) end
-  if where.held then redis.call('ZREM', S, id) end
+  if where.queued then ZQ.rem(R, id) end
+  if where.leased then ZQ.rem(L, id) end
+  if where.held then ZQ.rem(S, id) end
   local cal = f[1] or ''
   local n = NC.get('u', 'k', 'c:' .. cal)
   set_counts(cal, num(n[1], 0) - 1, num(n[2], 0), num(n[3], 0) - 1)

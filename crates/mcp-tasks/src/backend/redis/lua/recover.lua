@@ -11,19 +11,20 @@ local count = tonumber(A[2])
 local changed_ids = {}
 local seen = 0
 for _, key in ipairs({S, L}) do
+  ZQ.flush(key)
   local due = redis.call('ZRANGEBYSCORE', key, '-inf', now, 'LIMIT', 0, count)
   seen = seen + #due
   for _, id in ipairs(due) do
     local t = tkey(id)
     local f = redis.call('HMGET', t, 'st', 'msg', 'worker', 'att', 'max', 'cal', 'exp', 'rnd', 'w')
-    redis.call('ZREM', key, id)
+    ZQ.rem(key, id)
     if not f[1] or terminal(f[1]) then
       -- Gone or ended meanwhile.
     elseif key == S then
       -- Never released: its first run is queued at the tag `submit` gave it (queuing it
       -- again, if a release did land, is queuing it once).
       if f[1] == 'working' and f[2] and not f[3] then
-        redis.call('ZADD', R, f[2], id)
+        ZQ.add(R, f[2], id)
         wake(id)
         changed_ids[#changed_ids + 1] = id
       end

@@ -16,7 +16,8 @@ if redis.call('HDEL', t, 'hold') == 1 then
   return 1
 end
 -- Parked by a claim that met it held (or released already, or gone).
+ZQ.flush(S)
 if redis.call('ZREM', S, id) == 0 then return 0 end
-redis.call('ZADD', R, tag, id)
+ZQ.add(R, tag, id)
 wake(id)
 return 1

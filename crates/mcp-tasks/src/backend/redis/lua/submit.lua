@@ -7,7 +7,11 @@
 -- held parks it in S for `release` or the sweeper.
 local id = A[2]
 local t = tkey(id)
-if redis.call('EXISTS', t) == 1 then return -1 end
+if fresh(2) then
+  if SEEN[id] then return -1 end
+elseif redis.call('EXISTS', t) == 1 then
+  return -1
+end
 local now = now_ms()
 local cal = A[11]
 local ckey, tagkey = 'c:' .. cal, 't:' .. cal
@@ -42,6 +46,7 @@ if A[8] ~= '' then
   fields[#fields + 1] = exp
 end
 redis.call('HSET', t, unpack(fields))
+SEEN[id] = true
 if exp then redis.call('PEXPIREAT', t, exp) end
 local more = {tagkey, int(tag)}
 local b = bucket_of(exp)
@@ -56,5 +61,5 @@ end
 set_counts(cal, num(n[1], 0) + 1, num(n[2], 0) + 1, num(n[3], 0) + 1, more)
 -- Released by `release`, or once the hold's deadline passes (the submitting server died or
 -- its release failed): by the claim that meets it then, or by the sweeper if parked.
-redis.call('ZADD', R, tag, id)
+ZQ.add(R, tag, id)
 return {now, tag}

@@ -38,7 +38,7 @@ else
   expire_with(t, ir)
   expire_with(t, ik)
   if A[6] == '1' then redis.call('HSET', t, 'rst', A[7]) else redis.call('HDEL', t, 'rst') end
-  redis.call('ZREM', L, id)
+  ZQ.rem(L, id)
   redis.call('HDEL', t, 'worker', 'cid', 'msg')
   redis.call('HSET', t, 'st', 'input_required', 'up', int(now))
 end
