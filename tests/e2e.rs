@@ -77,8 +77,8 @@ async fn scenario(client: TestClient, log: WireLog, lifecycle: Lifecycle) {
     let (code, message) = error_code(call(&client, "add", json!({"a": 1, "b": "x"})).await);
     assert_eq!(code, -32602);
     assert!(
-        message.contains('b'),
-        "the message names the field: {message}"
+        message.contains("'add'") && message.contains(": b: "),
+        "the message names the tool and the field: {message}"
     );
 
     let (code, _) = error_code(call(&client, "add", json!({"a": 1})).await);

@@ -714,7 +714,11 @@ async fn i15_invalid_arguments_fail_with_invalid_params_naming_the_field() {
 
     let error = call_err(&server, "square", json!({})).await;
     assert_eq!(error.code.0, -32602);
-    assert!(error.message.contains('n'), "{}", error.message);
+    assert!(
+        error.message.contains("missing field `n`"),
+        "the message names the missing field: {}",
+        error.message
+    );
 
     // Arguments that are not an object are rejected up front.
     let error = call_err(&server, "square", json!([1])).await;

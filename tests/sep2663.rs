@@ -1125,64 +1125,48 @@ async fn r30_get_unknown_task_is_32602() {
     running.stop().await;
 }
 
-/// R31 on the wall clock (this package's tokio has no `test-util`, so no paused clock): a
-/// task with `ttlMs` = 1000 is retrievable before its TTL, disappears after it without
-/// anybody polling it (the sweeper reports it through `changes()`), then answers -32602.
-///
-/// The checks are one-sided so scheduling delays cannot fail them: a probe that lands late is
-/// inconclusive, and an expiry is early only when observed before `start + ttl`, where
-/// `start` precedes the task's creation.
-#[tokio::test]
+/// R31 on tokio's paused clock (the memory engine's deadlines are tokio instants): a task
+/// with `ttlMs` = 1000 is retrievable 1 ms before its TTL, disappears after it without
+/// anybody reading it (the sweeper reports it through `changes()`, never before the TTL),
+/// then answers -32602.
+#[tokio::test(start_paused = true)]
 async fn r31_task_is_retrievable_until_its_ttl_then_expires_by_the_sweeper() {
     let ttl = Duration::from_millis(1_000);
     let (server, _) = build(TasksConfig::default().with_ttl(ttl));
     let running = running_task_server(&server).await.expect("start");
-    let start = Instant::now();
+    let mut changed = changes(&server);
     let polled = id_of(&submit(&server, "multiply", json!({"a": 1, "b": 2})).await);
+    // Both were created at this instant or before: the clock only moves when every task
+    // waits on a timer.
+    let created = Instant::now();
     let unpolled = id_of(&submit(&server, "multiply", json!({"a": 3, "b": 4})).await);
     let done = wait(&server, &polled, &DONE).await;
     assert_eq!(done["ttlMs"], 1_000, "{done}");
-    let mut changed = changes(&server);
-    // Until 60 % of the TTL, `polled` must not change (it is completed; a change would be an
-    // early expiry). The timeout is the probe's position in time, not a synchronization.
-    let probe_at = start + ttl * 6 / 10;
-    loop {
-        match tokio::time::timeout_at(probe_at, changed.recv()).await {
-            Err(_) => break,
-            Ok(Ok(id)) if id == polled => {
-                let seen = Instant::now();
-                let outcome = try_get(&server, None, &polled).await;
-                assert!(
-                    outcome.is_ok() || seen >= start + ttl,
-                    "the task expired {:?} after creation, before its TTL of {ttl:?}",
-                    seen - start
-                );
-            }
-            Ok(_) => {}
-        }
-    }
-    let outcome = try_get(&server, None, &polled).await;
-    if Instant::now() < start + ttl {
-        let body = outcome
-            .unwrap_or_else(|e| panic!("R31: the task is gone before createdAt + ttlMs: {e:?}"));
-        assert_eq!(status_of(&body), "completed");
-    }
-    // Now nobody reads either task: the sweeper must remove both and say so.
+    tokio::time::sleep_until(created + ttl - Duration::from_millis(1)).await;
+    let body = try_get(&server, None, &polled)
+        .await
+        .unwrap_or_else(|e| panic!("the task is gone 1 ms before createdAt + ttlMs: {e:?}"));
+    assert_eq!(status_of(&body), "completed");
+    // What changed until now (both runs' ends) is behind us. Nobody reads either task any
+    // more: the sweeper removes both, and not before their TTL.
+    while changed.try_recv().is_ok() {}
     let mut expired = BTreeSet::new();
-    let deadline = start + ttl + Duration::from_secs(5);
+    let deadline = created + ttl + Duration::from_secs(5);
     while expired.len() < 2 {
         match tokio::time::timeout_at(deadline, changed.recv()).await {
             Err(_) => panic!(
                 "no expiry notice within 5 s after the TTL (expired so far: {expired:?}); expiry must not wait for a read"
             ),
             Ok(Ok(id)) if id == polled || id == unpolled => {
-                if Instant::now() >= start + ttl {
-                    expired.insert(id);
-                } else {
-                    assert_ne!(id, polled, "the polled task changed again before its TTL");
-                }
+                assert!(
+                    Instant::now() >= created + ttl,
+                    "a task changed {:?} after creation, before its TTL",
+                    Instant::now() - created
+                );
+                expired.insert(id);
             }
-            Ok(_) => {}
+            Ok(Ok(_)) => {}
+            Ok(Err(missed)) => panic!("missed change notices: {missed}"),
         }
     }
     for id in [&polled, &unpolled] {

@@ -12,7 +12,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
 cargo build --release --example demo --example proxy_load
-cargo build --release -p mcp-proxy --bin mcp-gateway
+cargo build --release -p mcp-proxy --features gateway --bin mcp-gateway
 
 work="$(mktemp -d)"
 pids=()

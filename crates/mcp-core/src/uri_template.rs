@@ -911,34 +911,16 @@ fn parse_query(query: &str) -> Vec<(String, String)> {
 /// Decodes `%XX` escapes (and `+` as a space if `plus_is_space`). A malformed
 /// escape is kept as written; invalid UTF-8 becomes U+FFFD.
 fn percent_decode(s: &str, plus_is_space: bool) -> String {
-    let needs_decoding = s.contains('%') || (plus_is_space && s.contains('+'));
-    if !needs_decoding {
-        return s.to_string();
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    if plus_is_space && s.contains('+') {
+        // Before decoding, so that an escaped `+` (`%2B`) stays a plus.
+        return decode(&s.replace('+', " "));
     }
-    let b = s.as_bytes();
-    let hex = |k: usize| b.get(k).and_then(|c| (*c as char).to_digit(16));
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while let Some(&c) = b.get(i) {
-        match c {
-            b'%' => {
-                if let (Some(hi), Some(lo)) = (hex(i + 1), hex(i + 2)) {
-                    // Two hex digits are at most 0xFF.
-                    out.push(u8::try_from(hi * 16 + lo).unwrap_or(b'?'));
-                    i += 3;
-                    continue;
-                }
-                out.push(c);
-            }
-            b'+' if plus_is_space => out.push(b' '),
-            _ => out.push(c),
-        }
-        i += 1;
-    }
-    match String::from_utf8(out) {
-        Ok(decoded) => decoded,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    }
+    decode(s)
 }
 
 #[cfg(test)]
@@ -1293,6 +1275,7 @@ mod tests {
         assert_eq!(percent_decode("%41%62%63", false), "Abc");
         assert_eq!(percent_decode("%", false), "%");
         assert_eq!(percent_decode("a+b", true), "a b");
+        assert_eq!(percent_decode("a%2Bb+c", true), "a+b c");
     }
 
     #[test]

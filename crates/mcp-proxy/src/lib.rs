@@ -12,6 +12,8 @@
 //!   `Authorization`).
 //! * [`upstream_auth::UpstreamAuth`]: an HTTP upstream's own credentials (a static bearer,
 //!   OAuth client credentials, or RFC 8693 token exchange of the caller's token).
+//! * `gateway` (feature `gateway`, not on by default): the `mcp-gateway` binary's config
+//!   file and fronts; the feature adds its command line, config and log dependencies.
 //!
 //! ```
 //! use mcp_proxy::{ClientFactory, ProxyTool};

@@ -63,7 +63,7 @@ async fn status(backend: &MemoryBackend, id: &str) -> TaskStatus {
         .status
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn shutdown_stops_claiming_and_lets_runs_in_flight_finish() {
     let backend = Arc::new(MemoryBackend::new());
     let (started, gate) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
@@ -84,12 +84,15 @@ async fn shutdown_stops_claiming_and_lets_runs_in_flight_finish() {
     // Work released after the shutdown is not claimed by this worker.
     let second = queued(&backend).await;
     let mut running = running;
+    // On the paused clock, up to just before the grace period ends: the worker still waits
+    // for its run, which is still going.
     assert!(
-        tokio::time::timeout(Duration::from_millis(50), &mut running)
+        tokio::time::timeout(Duration::from_secs(59), &mut running)
             .await
             .is_err(),
         "the worker waits for its run in flight"
     );
+    assert_eq!(status(&backend, &first).await, TaskStatus::Working);
     gate.notify_one();
     tokio::time::timeout(Duration::from_secs(30), running)
         .await
