@@ -903,8 +903,8 @@ impl Middleware for Deny {
         }
         if call.name.starts_with("admin_") {
             return ToolError::new(format!("Access denied: {} needs admin", call.name))
-                .into_error_data(&call.name, true)
-                .map(CallToolResponse::Complete);
+                .into_failure(&call.name, true)
+                .into_response();
         }
         next.run(call).await
     }

@@ -27,7 +27,7 @@ macro_rules! metadata_builders {
                 self
             }
 
-            /// Adds one tag (used by visibility rules and middleware, A26).
+            /// Adds one tag (used by visibility rules and middleware).
             ///
             #[doc = concat!("```\nlet _ = ", $new, ".tag(\"admin\");\n```")]
             pub fn tag(mut self, tag: impl Into<String>) -> Self {
@@ -59,9 +59,9 @@ macro_rules! metadata_builders {
                 self
             }
 
-            /// The version. Integers convert to strings (`0` is the version `"0"`, H01); a
-            /// version containing `@` is rejected at registration (H04). Requests get the
-            /// highest version unless they select one (H08).
+            /// The version. Integers convert to strings (`0` is the version `"0"`); a
+            /// version containing `@` is rejected at registration. Requests get the
+            /// highest version unless they select one.
             ///
             #[doc = concat!("```\nlet _ = ", $new, ".version(2);\n```")]
             pub fn version(mut self, version: impl std::fmt::Display) -> Self {
@@ -89,7 +89,7 @@ macro_rules! metadata_builders {
 macro_rules! request_builders {
     ($ty:ident, $new:literal) => {
         impl $ty {
-            /// Selects exactly this version (H07, H08).
+            /// Selects exactly this version.
             ///
             #[doc = concat!("```\nlet _ = ", $new, ".version(\"1.0\");\n```")]
             pub fn version(mut self, version: impl std::fmt::Display) -> Self {
@@ -119,7 +119,7 @@ macro_rules! request_builders {
                 self
             }
 
-            /// Runs no middleware and no extension interceptor at any level (B08, B09).
+            /// Runs no middleware and no extension interceptor at any level.
             ///
             #[doc = concat!("```\nlet _ = ", $new, ".without_middleware();\n```")]
             pub fn without_middleware(mut self) -> Self {

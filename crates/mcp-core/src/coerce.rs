@@ -1,4 +1,4 @@
-//! Lenient, schema-guided coercion of tool arguments (behavior I13).
+//! Lenient, schema-guided coercion of tool arguments.
 //!
 //! MCP clients, and the language models behind them, often send scalars in the
 //! wrong JSON type: `{"n": "1"}` for an integer parameter, `"true"` for a
@@ -44,7 +44,7 @@
 //!
 //! The pass borrows the schema, never clones it, and allocates nothing unless a
 //! value is actually replaced: it runs on every tool call. Servers configured
-//! as `strict` skip it entirely (behavior I14); that switch lives with the
+//! as `strict` skip it entirely ; that switch lives with the
 //! caller.
 
 use std::borrow::Cow;

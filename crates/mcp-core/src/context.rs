@@ -252,7 +252,7 @@ impl RequestScope {
         self
     }
 
-    /// The background task this run belongs to, if any (E14).
+    /// The background task this run belongs to, if any.
     ///
     /// ```
     /// assert!(mcp_core::RequestScope::new().task_id().is_none());
@@ -294,7 +294,7 @@ impl RequestScope {
 
     /// Runs `callback` once the answer has come back out of the root server's middleware,
     /// with `true` when it was a success. The tasks extension uses it to let a task's work
-    /// start only after its submission has been answered (D32).
+    /// start only after its submission has been answered.
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -492,7 +492,7 @@ impl RequestScope {
 
 /// The request as seen from one server: the [`RequestScope`] plus the server whose call is
 /// running. Each server level of a mounted call gets its own `Context` bound to that server,
-/// sharing one scope (B26), so a mounted tool's `Context` names its own (child) server (E01).
+/// sharing one scope, so a mounted tool's `Context` names its own (child) server.
 ///
 /// `Context` is an extractor: put it among a tool's parameters.
 ///
@@ -549,7 +549,7 @@ impl Context {
         self.scope.task_id()
     }
 
-    /// Whether this run is a background task (E14).
+    /// Whether this run is a background task.
     ///
     /// ```
     /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), Default::default());
@@ -559,7 +559,7 @@ impl Context {
         self.scope.task_id.is_some()
     }
 
-    /// The answers to the previous input round, by the tool's own keys (C27).
+    /// The answers to the previous input round, by the tool's own keys.
     ///
     /// ```
     /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), Default::default());
@@ -569,7 +569,7 @@ impl Context {
         self.scope.input_responses()
     }
 
-    /// The state returned with the previous input round (C28).
+    /// The state returned with the previous input round.
     ///
     /// ```
     /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), Default::default());

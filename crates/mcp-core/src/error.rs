@@ -70,7 +70,7 @@ impl ToolError {
     ///
     /// ```
     /// let e = mcp_core::ToolError::invalid_arguments("a: expected an integer");
-    /// assert_eq!(e.into_error_data("add", true).unwrap_err().code.0, -32602);
+    /// assert!(matches!(e.into_failure("add", true), mcp_core::ToolFailure::Error(e) if e.code.0 == -32602));
     /// ```
     pub fn invalid_arguments(message: impl Into<String>) -> Self {
         Self {
@@ -94,29 +94,25 @@ impl ToolError {
         }
     }
 
-    /// Turns the error into what the client receives: `Ok` is a `CallToolResult` with
-    /// `isError: true`, `Err` a JSON-RPC error. `tool` names the tool in masked messages.
+    /// Turns the error into what the client receives: a result with `isError: true` the
+    /// model reads, or a JSON-RPC error. `tool` names the tool in masked messages.
     ///
     /// ```
-    /// let masked = mcp_core::ToolError::internal(std::io::Error::other("secret"))
-    ///     .into_error_data("leak", true)
-    ///     .unwrap();
-    /// assert_eq!(masked.content[0].as_text().unwrap().text, "Error calling tool 'leak'");
+    /// use mcp_core::{ToolError, ToolFailure};
+    /// let masked = ToolError::internal(std::io::Error::other("secret")).into_failure("leak", true);
+    /// let ToolFailure::Result(result) = masked else { panic!("a result") };
+    /// assert_eq!(result.content[0].as_text().unwrap().text, "Error calling tool 'leak'");
     /// ```
-    pub fn into_error_data(
-        self,
-        tool: &str,
-        mask_details: bool,
-    ) -> Result<mcp_types::CallToolResult, ErrorData> {
+    pub fn into_failure(self, tool: &str, mask_details: bool) -> ToolFailure {
         use mcp_types::{CallToolResult, ContentBlock};
         match self.kind {
             ToolErrorKind::Message(message) => {
-                Ok(CallToolResult::error(vec![ContentBlock::text(message)]))
+                ToolFailure::Result(CallToolResult::error(vec![ContentBlock::text(message)]))
             }
             ToolErrorKind::InvalidArguments(message) => {
-                Err(ErrorData::new(ErrorCode::INVALID_PARAMS, message, None))
+                ToolFailure::Error(ErrorData::new(ErrorCode::INVALID_PARAMS, message, None))
             }
-            ToolErrorKind::Protocol(error) => Err(error),
+            ToolErrorKind::Protocol(error) => ToolFailure::Error(error),
             ToolErrorKind::Internal(error) => {
                 let text = if mask_details {
                     format!("Error calling tool '{tool}'")
@@ -124,8 +120,39 @@ impl ToolError {
                     format!("Error calling tool '{tool}': {error}")
                 };
                 tracing::warn!(tool, error = %error, "tool failed");
-                Ok(CallToolResult::error(vec![ContentBlock::text(text)]))
+                ToolFailure::Result(CallToolResult::error(vec![ContentBlock::text(text)]))
             }
+        }
+    }
+}
+
+/// What a failed tool call answers ([`ToolError::into_failure`]).
+///
+/// ```
+/// use mcp_core::{ToolError, ToolFailure};
+/// let failure = ToolError::invalid_arguments("a: expected an integer").into_failure("add", true);
+/// assert!(matches!(failure, ToolFailure::Error(e) if e.code.0 == -32602));
+/// ```
+#[derive(Debug, Clone)]
+pub enum ToolFailure {
+    /// A `CallToolResult` with `isError: true`: the model sees the message and may retry.
+    Result(mcp_types::CallToolResult),
+    /// A JSON-RPC error: the request itself was wrong (invalid arguments) or failed.
+    Error(ErrorData),
+}
+
+impl ToolFailure {
+    /// The answer as a tool call's: the result is a complete response, the error stays one.
+    ///
+    /// ```
+    /// use mcp_core::{ToolError, types::CallToolResponse};
+    /// let answer = ToolError::new("no such city").into_failure("weather", true).into_response();
+    /// assert!(matches!(answer, Ok(CallToolResponse::Complete(r)) if r.is_error == Some(true)));
+    /// ```
+    pub fn into_response(self) -> Result<mcp_types::CallToolResponse, ErrorData> {
+        match self {
+            Self::Result(result) => Ok(mcp_types::CallToolResponse::Complete(result)),
+            Self::Error(error) => Err(error),
         }
     }
 }
@@ -262,7 +289,7 @@ pub enum ServerError {
         /// Why the version was rejected.
         source: crate::version::VersionError,
     },
-    /// Versioned and unversioned registrations of one name on one server (H03).
+    /// Versioned and unversioned registrations of one name on one server.
     #[error(
         "cannot mix versioned and unversioned registrations of {kind} '{name}' on server '{server}'"
     )]
@@ -330,13 +357,13 @@ pub enum ServerError {
         /// The child's name.
         child: String,
     },
-    /// Two `tool_names` renames target the same name (A24).
+    /// Two `tool_names` renames target the same name.
     #[error("duplicate target name '{0}' in tool_names")]
     DuplicateRename(String),
-    /// An extension with this identifier is already registered (C46).
+    /// An extension with this identifier is already registered.
     #[error("an extension with identifier '{0}' is already registered")]
     DuplicateExtension(String),
-    /// An extension method reuses a method of the MCP specification (C46).
+    /// An extension method reuses a method of the MCP specification.
     #[error("extension '{extension}' cannot take over the specification method '{method}'")]
     ReservedMethod {
         /// The extension's identifier.
@@ -344,10 +371,10 @@ pub enum ServerError {
         /// The method name.
         method: String,
     },
-    /// Extensions and mounts cannot change while the server runs (C46).
+    /// Extensions and mounts cannot change while the server runs.
     #[error("server '{0}' is running; register extensions before it starts")]
     AlreadyStarted(String),
-    /// Task tools need an extension that runs tasks (C40).
+    /// Task tools need an extension that runs tasks.
     #[error(
         "Task-enabled tools ({tools}) require the tasks extension, but no extension with identifier '{id}' is registered. Add it at the root server: `server.add_extension(mcp_tasks::TasksExtension::new())` (crate `mcp-tasks`, or the `tasks` feature of `mcpkit`)."
     )]

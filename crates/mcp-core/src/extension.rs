@@ -7,12 +7,12 @@
 //! * push notifications on a `subscriptions/listen` for filter members of its own
 //!   ([`Extension::subscribe`]);
 //! * intercept `tools/call` at the server that registered it, after that server's middleware
-//!   and before the tool, and short-circuit ([`Extension::intercept_call_tool`], B10);
+//!   and before the tool, and short-circuit ([`Extension::intercept_call_tool`]);
 //! * run code when the server starts and stops ([`Extension::on_start`],
 //!   [`Extension::on_stop`]).
 //!
 //! Extensions belong to the server they are registered on: a child's extensions are not
-//! advertised or served by its parent, and only the root's start and stop hooks run (C47).
+//! advertised or served by its parent, and only the root's start and stop hooks run.
 //!
 //! ```
 //! use mcp_core::{CallTool, Extension, Server, ToolCallNext, types::{CallToolResponse, ErrorData}};

@@ -82,7 +82,7 @@ impl FromContext for CancellationToken {
 }
 
 /// The server whose call is running: for a mounted tool, the child that owns it, never the
-/// root (E02, E23). It is the same server instance, not a copy.
+/// root. It is the same server instance, not a copy.
 ///
 /// ```
 /// use mcp_core::CurrentServer;
@@ -141,7 +141,7 @@ impl FromContext for Option<BearerToken> {
 }
 
 /// Typed state of the server running the tool (set with [`Server::insert_state`]); for a
-/// mounted tool, the child's state, not the parent's (A31).
+/// mounted tool, the child's state, not the parent's.
 ///
 /// ```
 /// use mcp_core::{Server, State, ToolDef};
@@ -212,7 +212,7 @@ impl<T: FromContext> FromCall<ViaContext> for T {
 /// The call's arguments, deserialized into `T`. `T`'s JSON schema is the tool's input schema.
 ///
 /// Unless the server is strict ([`Server::strict_input_validation`]), arguments are first
-/// coerced leniently toward the schema (`"1"` becomes `1` for an integer, I13). Arguments
+/// coerced leniently toward the schema (`"1"` becomes `1` for an integer). Arguments
 /// that still do not fit fail the call with `-32602`, naming the offending field.
 ///
 /// ```

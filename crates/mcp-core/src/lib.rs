@@ -70,7 +70,7 @@ pub mod version;
 pub use mcp_types as types;
 
 pub use context::{Context, Era, RequestScope};
-pub use error::{ServerError, ToolError, masked_internal_error};
+pub use error::{ServerError, ToolError, ToolFailure, masked_internal_error};
 pub use extension::{BoxError, Extension, ToolCallNext};
 pub use extract::{
     Args, CurrentServer, FromCall, FromContext, RawArgs, State, Target, ViaArguments, ViaContext,

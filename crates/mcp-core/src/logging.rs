@@ -6,7 +6,7 @@
 //!   message also goes to `tracing`.
 //! - [`Context::report_progress`] sends `notifications/progress` tied to the request's
 //!   progress token. Inside a background task notifications are forbidden after the task is
-//!   created (SEP-2663 R50), so progress becomes the task's `statusMessage` instead.
+//!   created, so progress becomes the task's `statusMessage` instead.
 //!
 //! ```
 //! use mcp_core::{Context, LogLevel, Server};
@@ -160,7 +160,7 @@ pub type ProgressSink = Arc<dyn Fn(Progress) -> BoxFuture<'static, ()> + Send + 
 
 impl Context {
     /// Logs `data` at `level`: to `tracing` (at [`LogLevel::tracing_level`]), and to the client when it asked for this level
-    /// (never from a background task, R50).
+    /// (never from a background task).
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {

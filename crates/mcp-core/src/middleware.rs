@@ -13,13 +13,13 @@
 //!     → extension interceptors (first registered outermost) → the tool
 //! ```
 //!
-//! Inside one middleware `on_message` is outermost (B02); across middlewares the first added
-//! is outermost (B03). Notifications take `on_notification` instead of `on_request`.
+//! Inside one middleware `on_message` is outermost; across middlewares the first added
+//! is outermost. Notifications take `on_notification` instead of `on_request`.
 //!
 //! A call into a mounted child runs the parent's whole chain, then the child's whole chain
-//! (B12); each sees names in its own namespace (B16). A call to the parent's own tool never
-//! reaches the child's middleware (B13). A list on the parent calls the child's list through
-//! the child's middleware (B15).
+//!; each sees names in its own namespace. A call to the parent's own tool never
+//! reaches the child's middleware. A list on the parent calls the child's list through
+//! the child's middleware.
 //!
 //! ```
 //! use mcp_core::{CallTool, Middleware, Next, Server, types::{CallToolResponse, ErrorData}};
@@ -56,14 +56,14 @@ use crate::{
 };
 
 /// A `tools/call` as one server sees it. Middleware may change `name`, `arguments` and
-/// `version` before calling `next` (B07).
+/// `version` before calling `next`.
 #[derive(Debug, Clone)]
 pub struct CallTool {
     /// The tool name, in this server's namespace.
     pub name: String,
     /// The arguments object.
     pub arguments: JsonObject,
-    /// The requested version (from `_meta.fastmcp.version` on the wire, H08).
+    /// The requested version (from `_meta.fastmcp.version` on the wire).
     pub version: Option<VersionSpec>,
     pub(crate) cx: Context,
     pub(crate) run_middleware: bool,
@@ -132,12 +132,12 @@ list_message!(
 );
 
 /// A `resources/read` (of a resource or a template) as one server sees it: the URI is in
-/// this server's namespace (B16).
+/// this server's namespace.
 #[derive(Debug, Clone)]
 pub struct ReadResource {
     /// The URI.
     pub uri: String,
-    /// The requested version (from `_meta.fastmcp.version` on the wire, H08).
+    /// The requested version (from `_meta.fastmcp.version` on the wire).
     pub version: Option<VersionSpec>,
     pub(crate) cx: Context,
     pub(crate) run_middleware: bool,
@@ -162,7 +162,7 @@ pub struct GetPrompt {
     pub name: String,
     /// The arguments.
     pub arguments: JsonObject,
-    /// The requested version (H08).
+    /// The requested version.
     pub version: Option<VersionSpec>,
     pub(crate) cx: Context,
     pub(crate) run_middleware: bool,
@@ -273,7 +273,7 @@ pub enum Message {
 }
 
 impl Message {
-    /// The JSON-RPC method name (B04).
+    /// The JSON-RPC method name.
     ///
     /// ```
     /// # use mcp_core::Message;
@@ -375,7 +375,7 @@ pub trait Middleware: Send + Sync + 'static {
         next.run(message).await
     }
 
-    /// `tools/call`. A task submission returns `CallToolResponse::Task` from `next` (B10);
+    /// `tools/call`. A task submission returns `CallToolResponse::Task` from `next`;
     /// pass it through.
     async fn on_call_tool(
         &self,
@@ -385,7 +385,7 @@ pub trait Middleware: Send + Sync + 'static {
         next.run(call).await
     }
 
-    /// `tools/list`: may filter or change the tools `next` returns (B06).
+    /// `tools/list`: may filter or change the tools `next` returns.
     async fn on_list_tools(
         &self,
         list: ListTools,
@@ -394,7 +394,7 @@ pub trait Middleware: Send + Sync + 'static {
         next.run(list).await
     }
 
-    /// `resources/list` (B01); the list can be filtered (B06).
+    /// `resources/list`; the list can be filtered.
     async fn on_list_resources(
         &self,
         list: ListResources,
@@ -403,7 +403,7 @@ pub trait Middleware: Send + Sync + 'static {
         next.run(list).await
     }
 
-    /// `resources/templates/list` (B01).
+    /// `resources/templates/list`.
     async fn on_list_resource_templates(
         &self,
         list: ListResourceTemplates,
@@ -412,7 +412,7 @@ pub trait Middleware: Send + Sync + 'static {
         next.run(list).await
     }
 
-    /// `resources/read` of a resource or a template (B01).
+    /// `resources/read` of a resource or a template.
     async fn on_read_resource(
         &self,
         read: ReadResource,
@@ -421,7 +421,7 @@ pub trait Middleware: Send + Sync + 'static {
         next.run(read).await
     }
 
-    /// `prompts/list` (B01).
+    /// `prompts/list`.
     async fn on_list_prompts(
         &self,
         list: ListPrompts,
@@ -430,7 +430,7 @@ pub trait Middleware: Send + Sync + 'static {
         next.run(list).await
     }
 
-    /// `prompts/get` (B01).
+    /// `prompts/get`.
     async fn on_get_prompt(
         &self,
         get: GetPrompt,
@@ -439,7 +439,7 @@ pub trait Middleware: Send + Sync + 'static {
         next.run(get).await
     }
 
-    /// `initialize` (legacy era, B05).
+    /// `initialize` (legacy era).
     async fn on_initialize(
         &self,
         init: Initialize,
@@ -448,7 +448,7 @@ pub trait Middleware: Send + Sync + 'static {
         next.run(init).await
     }
 
-    /// `server/discover` (2026-07-28, B05).
+    /// `server/discover` (2026-07-28).
     async fn on_discover(
         &self,
         discover: Discover,

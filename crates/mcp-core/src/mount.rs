@@ -1,14 +1,15 @@
 //! Mounting: a child server's components appear in its parent under a namespace.
 //!
-//! `parent.mount(&child, "ns")` exposes the child's tool `t` as `ns_t` (A01) and its prompt
-//! `p` as `ns_p` (A09); its resource `data://users` becomes `data://ns/users`, the
-//! namespace being the first path segment after `scheme://` (A04), and templates likewise
-//! (`users://ns/{id}`, A05). With no namespace nothing is renamed (A02, A10). The link is
-//! live: components added to or removed from the child later show up in the parent (A20).
-//! Nested mounts stack prefixes, outermost first (`child_gc_deep_tool`, A11). A mount may rename tools before namespacing them (A23).
+//! `parent.mount(&child, "ns")` exposes the child's tool `t` as `ns_t` and its prompt
+//! `p` as `ns_p`; its resource `data://users` becomes `data://ns/users`, the
+//! namespace being the first path segment after `scheme://`, and templates likewise
+//! (`users://ns/{id}`). With no namespace nothing is renamed. The link is
+//! live: components added to or removed from the child later show up in the parent.
+//! Nested mounts stack prefixes, outermost first (`child_gc_deep_tool`). A mount may rename
+//! tools before namespacing them.
 //!
 //! When several providers answer one name, the highest version wins; on a tie the earliest
-//! registered provider wins, and the server's own tools come before every mount (A17, A18).
+//! registered provider wins, and the server's own tools come before every mount.
 
 use std::collections::HashMap;
 
@@ -55,7 +56,7 @@ impl MountOptions {
         self
     }
 
-    /// Exposes the child's tool `original` as `renamed` (then namespaced, A23).
+    /// Exposes the child's tool `original` as `renamed` (then namespaced).
     ///
     /// ```
     /// let _ = mcp_core::MountOptions::new().rename_tool("a", "b");
@@ -143,7 +144,7 @@ impl Mount {
         })
     }
 
-    /// The child-level name behind `name` at the parent, if this mount can answer it (A03).
+    /// The child-level name behind `name` at the parent, if this mount can answer it.
     pub(crate) fn child_name<'n>(&'n self, name: &'n str) -> Option<&'n str> {
         let rest = match &self.prefix {
             Some(prefix) => name.strip_prefix(prefix.as_str())?,
@@ -178,7 +179,7 @@ impl Mount {
     }
 
     /// The child's name for the prompt `name` at the parent, if it is in this mount's
-    /// namespace (prompts are prefixed like tools, without renames: A09, A13).
+    /// namespace (prompts are prefixed like tools, without renames).
     pub(crate) fn child_prompt<'n>(&self, name: &'n str) -> Option<&'n str> {
         match &self.prefix {
             Some(prefix) => name.strip_prefix(prefix.as_str()),
@@ -194,7 +195,7 @@ impl Mount {
         }
     }
 
-    /// The child's URI for `uri` at the parent, if it is in this mount's namespace (A04).
+    /// The child's URI for `uri` at the parent, if it is in this mount's namespace.
     pub(crate) fn child_uri(&self, uri: &str) -> Option<String> {
         match &self.namespace {
             Some(ns) => crate::uri_template::strip_namespace(uri, ns),
@@ -202,7 +203,7 @@ impl Mount {
         }
     }
 
-    /// The parent's URI for the child's `uri` (A04, A06, A12).
+    /// The parent's URI for the child's `uri`.
     pub(crate) fn exposed_uri(&self, uri: &str) -> String {
         match &self.namespace {
             Some(ns) => crate::uri_template::namespace_uri(uri, ns),

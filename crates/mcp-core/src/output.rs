@@ -1,4 +1,4 @@
-//! Return values: how what a tool returns becomes a `CallToolResult` (I01-I10).
+//! Return values: how what a tool returns becomes a `CallToolResult`.
 //!
 //! | the tool returns | output schema | `structuredContent` | `content` |
 //! |---|---|---|---|
@@ -6,9 +6,9 @@
 //! | a map, [`JsonObject`] | the schema | the object | its compact JSON |
 //! | [`Json<T>`] | `T`'s schema, wrapped unless it is an object | as above | as above |
 //! | [`serde_json::Value`] | none | the value if it is an object | compact JSON text |
-//! | `()` | none | none | none (I04) |
-//! | [`Image`], [`Audio`], [`Bytes`] | none | none | an image, audio or text block (I07, I08) |
-//! | `CallToolResult` | none | as returned | as returned (I10) |
+//! | `()` | none | none | none |
+//! | [`Image`], [`Audio`], [`Bytes`] | none | none | an image, audio or text block |
+//! | `CallToolResult` | none | as returned | as returned |
 //!
 //! A tool may also return `Result<T, E>` for any of these `T` and any `E: Into<ToolError>`.
 
@@ -133,7 +133,7 @@ fn text_block(value: &Value) -> Vec<ContentBlock> {
     }
 }
 
-/// A result whose `structuredContent` is `{"result": value}` (I01, I02, I05).
+/// A result whose `structuredContent` is `{"result": value}`.
 pub(crate) fn wrapped_result(value: Value) -> CallToolResult {
     let mut result = CallToolResult::success(text_block(&value));
     let mut structured = JsonObject::new();
@@ -147,7 +147,7 @@ pub(crate) fn wrapped_result(value: Value) -> CallToolResult {
     result
 }
 
-/// A result whose `structuredContent` is the object itself (I03).
+/// A result whose `structuredContent` is the object itself.
 pub(crate) fn object_result(object: Value) -> CallToolResult {
     let text = compact_json(&object);
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
@@ -263,7 +263,7 @@ impl IntoToolOutput for JsonObject {
 }
 
 /// Any serializable value with a schema, e.g. your own struct: structured output described by
-/// `T`'s JSON schema, wrapped as `{"result": value}` unless the schema is an object (I01, I03).
+/// `T`'s JSON schema, wrapped as `{"result": value}` unless the schema is an object.
 ///
 /// ```
 /// use mcp_core::Json;
@@ -283,7 +283,7 @@ impl<T: Serialize + JsonSchema + Send + 'static> IntoToolOutput for Json<T> {
     }
 }
 
-/// No output schema: an object becomes `structuredContent`, anything else text only (I06).
+/// No output schema: an object becomes `structuredContent`, anything else text only.
 impl IntoToolOutput for Value {
     fn output_schema() -> Option<OutputSchema> {
         None
@@ -296,7 +296,7 @@ impl IntoToolOutput for Value {
     }
 }
 
-/// Nothing: `{"content": [], "isError": false}` and no output schema (I04).
+/// Nothing: `{"content": [], "isError": false}` and no output schema.
 impl IntoToolOutput for () {
     fn output_schema() -> Option<OutputSchema> {
         None
@@ -306,7 +306,7 @@ impl IntoToolOutput for () {
     }
 }
 
-/// Passed through exactly as returned (I10).
+/// Passed through exactly as returned.
 impl IntoToolOutput for CallToolResult {
     fn output_schema() -> Option<OutputSchema> {
         None
@@ -316,7 +316,7 @@ impl IntoToolOutput for CallToolResult {
     }
 }
 
-/// One content block, passed through as the only content (I09).
+/// One content block, passed through as the only content.
 impl IntoToolOutput for ContentBlock {
     fn output_schema() -> Option<OutputSchema> {
         None
@@ -326,7 +326,7 @@ impl IntoToolOutput for ContentBlock {
     }
 }
 
-/// Several content blocks, passed through as the content (I09).
+/// Several content blocks, passed through as the content.
 ///
 /// ```
 /// use mcp_core::{Contents, types::ContentBlock};
@@ -344,7 +344,7 @@ impl IntoToolOutput for Contents {
     }
 }
 
-/// Raw bytes: a UTF-8 text block, or base64 text when they are not UTF-8 (I07).
+/// Raw bytes: a UTF-8 text block, or base64 text when they are not UTF-8.
 ///
 /// ```
 /// async fn raw() -> mcp_core::Bytes { mcp_core::Bytes(b"hello".to_vec()) }
@@ -365,7 +365,7 @@ impl IntoToolOutput for Bytes {
     }
 }
 
-/// An image: one image content block, base64-encoded (I08).
+/// An image: one image content block, base64-encoded.
 ///
 /// ```
 /// async fn pixel() -> mcp_core::Image {
@@ -393,7 +393,7 @@ impl IntoToolOutput for Image {
     }
 }
 
-/// Audio: one audio content block, base64-encoded (I08).
+/// Audio: one audio content block, base64-encoded.
 ///
 /// ```
 /// async fn beep() -> mcp_core::Audio {

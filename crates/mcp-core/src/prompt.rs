@@ -28,7 +28,7 @@
 //! ```
 //!
 //! Mounted under a namespace, prompt names are prefixed like tool names (`greeting` under
-//! `assistant` is `assistant_greeting`, A09, A13).
+//! `assistant` is `assistant_greeting`).
 
 use std::{collections::BTreeSet, sync::Arc};
 

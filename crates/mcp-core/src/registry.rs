@@ -2,7 +2,7 @@
 //! resources, resource templates, prompts).
 //!
 //! Every kind follows the same rules: a key (name or URI) holds one or more versions, highest
-//! first; a key is either always versioned or never on one server (H03); the same key and
+//! first; a key is either always versioned or never on one server; the same key and
 //! version cannot be registered twice; listing keeps registration order.
 
 use std::{
@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::{ServerError, version::Version};
 
-/// Stamps `_meta.fastmcp.version` on a listing entry's meta, as FastMCP does (H08, H09).
+/// Stamps `_meta.fastmcp.version` on a listing entry's meta, as FastMCP does.
 pub(crate) fn stamp_version(target: &mut Option<MetaObject>, version: Option<&Version>) {
     let Some(version) = version else { return };
     let fastmcp = target
@@ -64,7 +64,8 @@ impl<C> Clone for Registry<C> {
 }
 
 impl<C: Registered> Registry<C> {
-    /// Adds `component`, enforcing H03 and uniqueness of key + version on `server`.
+    /// Adds `component`, enforcing that a key is always or never versioned, and uniqueness of
+    /// key + version on `server`.
     pub(crate) fn insert(&mut self, component: Arc<C>, server: &str) -> Result<(), ServerError> {
         let versions = self.by_key.entry(Arc::clone(component.key())).or_default();
         if let Some(existing) = versions.first()

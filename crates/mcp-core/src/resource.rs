@@ -31,7 +31,7 @@
 //! ```
 //!
 //! Mounted under a namespace, the namespace becomes the first path segment after `scheme://`
-//! (`data://users` under `data` is `data://data/users`, A04, A05, A12); resource names are
+//! (`data://users` under `data` is `data://data/users`); resource names are
 //! not prefixed. See [`uri_template`](crate::uri_template) for the exact rule.
 
 use std::{collections::BTreeSet, sync::Arc};
@@ -569,7 +569,7 @@ pub struct TemplateInfo {
 macro_rules! listed_common {
     ($ty:ident, $field:ident) => {
         impl $ty {
-            /// The name (never namespaced, A04).
+            /// The name (never namespaced).
             pub fn name(&self) -> &str {
                 &self.$field.core.name
             }

@@ -37,7 +37,7 @@ pub(crate) fn is_object_schema(schema: &JsonObject) -> bool {
     matches!(schema.get("type"), Some(Value::String(t)) if t == "object")
 }
 
-/// Wraps a non-object output schema as `{"result": <schema>}` (I01), hoisting `$defs` so its
+/// Wraps a non-object output schema as `{"result": <schema>}`, hoisting `$defs` so its
 /// references still resolve from the root.
 pub(crate) fn wrap_output(mut inner: JsonObject) -> JsonObject {
     let defs = inner.remove("$defs");

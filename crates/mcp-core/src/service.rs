@@ -366,7 +366,7 @@ fn wrong_reply(method: &str) -> ErrorData {
     ))
 }
 
-/// The version a request selects with `_meta.fastmcp.version` (H08).
+/// The version a request selects with `_meta.fastmcp.version`.
 fn requested_version(meta: &mcp_types::JsonObject) -> Result<Option<VersionSpec>, ErrorData> {
     let Some(requested) = meta.get(meta::FASTMCP).and_then(|f| f.get(meta::VERSION)) else {
         return Ok(None);
@@ -387,7 +387,7 @@ fn requested_version(meta: &mcp_types::JsonObject) -> Result<Option<VersionSpec>
 }
 
 /// One entry per name, the highest version, with every version under
-/// `_meta.fastmcp.versions`, highest first (H09). `execution` is never put on the wire
+/// `_meta.fastmcp.versions`, highest first. `execution` is never put on the wire
 /// (2026-07-28 tools have none, SEP-2663 §3.2).
 pub(crate) fn wire_tools(listed: Vec<ToolInfo>) -> Vec<Tool> {
     let mut order: Vec<Arc<str>> = Vec::new();
@@ -427,7 +427,7 @@ pub(crate) fn wire_tools(listed: Vec<ToolInfo>) -> Vec<Tool> {
         .collect()
 }
 
-/// One entry per key, the highest version, first provider first on ties (A17, H09).
+/// One entry per key, the highest version, first provider first on ties.
 fn highest_versions<T: Clone>(
     listed: Vec<T>,
     key: impl Fn(&T) -> String,

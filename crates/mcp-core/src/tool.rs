@@ -23,7 +23,7 @@ use crate::{
 /// A tool's task declaration: its mode, and the poll interval tasks advertise.
 ///
 /// It is only a declaration in `mcp-core`; the tasks extension (`mcp-tasks`) acts on it. A
-/// server that declares a task tool without that extension fails at start (C40).
+/// server that declares a task tool without that extension fails at start.
 ///
 /// ```
 /// use std::time::Duration;
@@ -40,7 +40,7 @@ pub struct TaskConfig {
     /// Forbidden (the default), optional or required.
     pub mode: TaskSupport,
     /// The `pollIntervalMs` a task of this tool advertises; `None` takes the tasks
-    /// extension's default (5 s unless configured, C38).
+    /// extension's default (5 s unless configured).
     pub poll_interval: Option<Duration>,
     /// `Some(true)`: running the tool twice is harmless, so a task whose worker was lost is
     /// run again; `Some(false)`: never; `None` follows the tool's `idempotentHint`
@@ -465,7 +465,7 @@ impl crate::registry::Registered for RegisteredTool {
 /// A tool as one server sees it: its name at that server, and the server that owns it there.
 ///
 /// For a tool mounted from a child, [`owner`](Self::owner) is the **directly mounted** child,
-/// even when the tool lives further down (A37): `child_gc_deep_tool` on the root is owned by
+/// even when the tool lives further down: `child_gc_deep_tool` on the root is owned by
 /// `child`, which knows it as `gc_deep_tool`.
 ///
 /// ```
@@ -535,7 +535,7 @@ impl ToolInfo {
     }
 
     /// The server this handle routes to: the tool's own server for a local tool, the
-    /// directly mounted child for a mounted one (A37).
+    /// directly mounted child for a mounted one.
     ///
     /// ```
     /// # let s = mcp_core::Server::new("s");
@@ -581,7 +581,7 @@ impl ToolInfo {
 
     /// Checks `arguments` as a call would (lenient coercion unless the owning server is
     /// strict, then deserialization), without running the tool: `-32602` naming the field
-    /// when they do not fit. The tasks extension validates before creating a task (I15).
+    /// when they do not fit. The tasks extension validates before creating a task.
     ///
     /// ```
     /// use mcp_core::{Args, Server, ToolDef};
@@ -603,9 +603,9 @@ impl ToolInfo {
         };
         match self.tool.invoke.validate(&mut parts) {
             Ok(()) => Ok(()),
-            Err(error) => match error.into_error_data(&self.name, true) {
-                Err(error) => Err(error),
-                Ok(result) => Err(mcp_types::ErrorData::invalid_params(
+            Err(error) => match error.into_failure(&self.name, true) {
+                crate::ToolFailure::Error(error) => Err(error),
+                crate::ToolFailure::Result(result) => Err(mcp_types::ErrorData::invalid_params(
                     result
                         .content
                         .first()
@@ -618,7 +618,7 @@ impl ToolInfo {
         }
     }
 
-    /// The listing entry under this handle's name, `execution` included (A35, A36, C48).
+    /// The listing entry under this handle's name, `execution` included.
     ///
     /// ```
     /// # let s = mcp_core::Server::new("s");

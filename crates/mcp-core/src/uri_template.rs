@@ -12,9 +12,9 @@
 //! | --- | --- | --- |
 //! | literal text | itself, exactly | case-sensitive, no percent-decoding of literals |
 //! | `{var}` | one or more characters other than `/`, `?`, `#` | `{a,b}` is `{a}` `,` `{b}` |
-//! | `{var*}` | one or more characters, `/` included (A07) | FastMCP's path wildcard |
+//! | `{var*}` | one or more characters, `/` included | FastMCP's path wildcard |
 //! | `{+var}` | one or more characters, `/` included | reserved expansion; matches like `{var*}` |
-//! | `{?a,b}` | the query string: any subset of `a`, `b`, in any order (A08) | only at the end of the template |
+//! | `{?a,b}` | the query string: any subset of `a`, `b`, in any order | only at the end of the template |
 //! | `{&c}` | more query variables | after `{?…}` or after a literal `?` |
 //! | literal `?k=v&…` | those query pairs must be present | may be followed by `{&…}` only |
 //!
@@ -33,7 +33,7 @@
 //!   parameter with an empty value counts as absent, the first occurrence
 //!   wins, and parameters the template does not name are ignored (lenient).
 //!   A missing query variable is simply absent from the returned map; the
-//!   caller applies defaults (A08).
+//!   caller applies defaults.
 //! * Bound values are percent-decoded (`%20` → space, `%2F` → `/`); a
 //!   malformed escape is kept as written and invalid UTF-8 becomes U+FFFD.
 //!
@@ -48,11 +48,11 @@
 //!
 //! | Rule | Example |
 //! | --- | --- |
-//! | A04: the namespace becomes the first path segment after `scheme://` | `data://users` under `data` → `data://data/users` |
-//! | A05: templates the same way, and their variables still bind | `users://{user_id}/profile` under `api` → `users://api/{user_id}/profile` |
-//! | A06: an empty authority keeps its slash | `data:///config` under `child` → `data://child//config` |
-//! | A10: an empty namespace changes nothing | `data://users` under `` → `data://users` |
-//! | A12: nesting puts the outer namespace first | `leaf://data` under `leaf`, then `middle` → `leaf://middle/leaf/data` |
+//! | the namespace becomes the first path segment after `scheme://` | `data://users` under `data` → `data://data/users` |
+//! | templates the same way, and their variables still bind | `users://{user_id}/profile` under `api` → `users://api/{user_id}/profile` |
+//! | an empty authority keeps its slash | `data:///config` under `child` → `data://child//config` |
+//! | an empty namespace changes nothing | `data://users` under `` → `data://users` |
+//! | nesting puts the outer namespace first | `leaf://data` under `leaf`, then `middle` → `leaf://middle/leaf/data` |
 //!
 //! A URI without `scheme://` (which FastMCP rejects) gets `namespace/` in
 //! front, so that [`strip_namespace`] can still invert it. The scheme is
@@ -343,9 +343,9 @@ impl UriTemplate {
     }
 
     /// The template with `namespace` inserted as the first path segment after
-    /// `scheme://` (A05): `users://{id}/profile` under `api` becomes
+    /// `scheme://`: `users://{id}/profile` under `api` becomes
     /// `users://api/{id}/profile`. `data:///config` (empty authority) becomes
-    /// `data://api//config` (A06). An empty namespace changes nothing (A10).
+    /// `data://api//config`. An empty namespace changes nothing.
     ///
     /// The result matches exactly the URIs that [`namespace_uri`] makes from
     /// the URIs this template matches, with the same bindings.
@@ -354,7 +354,7 @@ impl UriTemplate {
     /// use mcp_core::uri_template::{UriTemplate, namespace_uri};
     ///
     /// let t = UriTemplate::parse("leaf://item/{id}")?;
-    /// let mounted = t.namespaced("leaf").namespaced("middle"); // A12: outer first
+    /// let mounted = t.namespaced("leaf").namespaced("middle"); // outer first
     /// assert_eq!(mounted.as_str(), "leaf://middle/leaf/item/{id}");
     /// let uri = namespace_uri(&namespace_uri("leaf://item/99", "leaf"), "middle");
     /// assert_eq!(mounted.matches(&uri).unwrap()["id"], "99");
@@ -401,11 +401,11 @@ impl FromStr for UriTemplate {
     }
 }
 
-/// Namespaces a concrete URI (A04): `namespace` becomes the first path
+/// Namespaces a concrete URI: `namespace` becomes the first path
 /// segment after `scheme://`. `data://users` under `data` becomes
 /// `data://data/users`; `resource://my_resource` under `prefix` becomes
 /// `resource://prefix/my_resource`; `data:///config` under `child` becomes
-/// `data://child//config` (A06). An empty namespace changes nothing (A10).
+/// `data://child//config`. An empty namespace changes nothing.
 /// A URI without `scheme://` gets `namespace/` in front.
 ///
 /// ```rust
@@ -415,7 +415,7 @@ impl FromStr for UriTemplate {
 /// assert_eq!(namespace_uri("resource://my_resource", "prefix"), "resource://prefix/my_resource");
 /// assert_eq!(namespace_uri("data:///config", "child"), "data://child//config");
 /// assert_eq!(namespace_uri("leaf://data", ""), "leaf://data");
-/// // A12: nested mounts apply the inner namespace first, so the outer one ends up first.
+/// // nested mounts apply the inner namespace first, so the outer one ends up first.
 /// assert_eq!(namespace_uri(&namespace_uri("leaf://data", "leaf"), "middle"), "leaf://middle/leaf/data");
 /// ```
 pub fn namespace_uri(uri: &str, namespace: &str) -> String {

@@ -7,14 +7,14 @@
 //!
 //! | Rule | Behaviour |
 //! | --- | --- |
-//! | storage (H01) | the raw string is kept verbatim; integers become their decimal string (`0` → `"0"`, a real version) |
-//! | validation (H04) | an empty or all-whitespace string is rejected, and so is any string containing `@` (`name@version` is a key format) |
+//! | storage | the raw string is kept verbatim; integers become their decimal string (`0` → `"0"`, a real version) |
+//! | validation | an empty or all-whitespace string is rejected, and so is any string containing `@` (`name@version` is a key format) |
 //! | parsing | [PEP 440], via the `pep440_rs` crate: a leading `v`/`V` and surrounding whitespace are ignored, letters are case-insensitive (`1.0RC1` = `1.0rc1`) |
-//! | ordering (H05) | PEP 440 versions compare as PEP 440 (`2` < `10`, `1.0.dev0` < `1.0a1` < `1.0b1` < `1.0rc1` < `1.0` < `1.0.post1`); non-PEP 440 strings compare byte-wise among themselves and sort **above** every PEP 440 version; equivalent spellings (`1`, `1.0`, `v1.0.0`) tie-break on the raw string |
+//! | ordering | PEP 440 versions compare as PEP 440 (`2` < `10`, `1.0.dev0` < `1.0a1` < `1.0b1` < `1.0rc1` < `1.0` < `1.0.post1`); non-PEP 440 strings compare byte-wise among themselves and sort **above** every PEP 440 version; equivalent spellings (`1`, `1.0`, `v1.0.0`) tie-break on the raw string |
 //! | unversioned | callers model it as `Option<Version>`; `None < Some(_)`, so an unversioned component sorts lowest |
 //! | `==` / `Hash` | identical raw string (consistent with `Ord`) |
-//! | [`Version::matches`] (H06) | "same version": PEP 440 equality when both sides parse (`1` = `1.0` = `v1.0.0` ≠ `1.0.1`), otherwise the raw strings must be identical (`latest` ≠ `LATEST`, `vlatest` ≠ `latest`) |
-//! | [`VersionSpec`] (H06, H12) | `eq` uses [`Version::matches`]; `gte` is inclusive, `lt` exclusive, both on the sort key *without* the raw tie-break (so `1` satisfies `gte = 1.0`); an unversioned component (`None`) matches iff `include_unversioned` |
+//! | [`Version::matches`] | "same version": PEP 440 equality when both sides parse (`1` = `1.0` = `v1.0.0` ≠ `1.0.1`), otherwise the raw strings must be identical (`latest` ≠ `LATEST`, `vlatest` ≠ `latest`) |
+//! | [`VersionSpec`] | `eq` uses [`Version::matches`]; `gte` is inclusive, `lt` exclusive, both on the sort key *without* the raw tie-break (so `1` satisfies `gte = 1.0`); an unversioned component (`None`) matches iff `include_unversioned` |
 //!
 //! Notes on edge cases:
 //!
@@ -190,7 +190,7 @@ impl Version {
         matches!(self.key, Key::Pep440(_))
     }
 
-    /// Exact-version match (H06): PEP 440 equality when both sides are PEP
+    /// Exact-version match: PEP 440 equality when both sides are PEP
     /// 440 (a `v` prefix is ignored, `1` = `1.0` = `1.0.0`), otherwise the
     /// raw strings must be identical. Looser than `==`, which compares raw
     /// strings.
@@ -255,7 +255,7 @@ impl Hash for Version {
     }
 }
 
-/// The H05 order: PEP 440 versions by PEP 440, plain text above them
+/// The version order: PEP 440 versions by PEP 440, plain text above them
 /// (byte-wise among themselves), equivalent spellings by raw string.
 ///
 /// ```rust
@@ -370,7 +370,7 @@ impl TryFrom<String> for Version {
     }
 }
 
-/// Integers convert to their decimal string (H01); they are never empty and
+/// Integers convert to their decimal string; they are never empty and
 /// never contain `@`, so the conversion cannot fail.
 macro_rules! version_from_int {
     ($($int:ty),*) => {$(
@@ -448,7 +448,7 @@ impl<'de> Deserialize<'de> for Version {
 /// * `include_unversioned`: whether an unversioned component (`None`)
 ///   matches; when it does, the other fields are not consulted for it.
 ///
-/// `gte`/`lt` use the H05 order on the sort key without the raw-string
+/// `gte`/`lt` use the version order on the sort key without the raw-string
 /// tie-break, so `1` is inside `gte = 1.0`. All set fields must hold.
 /// [`Default`] is [`VersionSpec::any`].
 ///

@@ -297,7 +297,7 @@ impl HttpTarget {
     }
 }
 
-/// Timeouts and reconnect backoff of an [`Upstream`].
+/// Timeouts and reconnect backoff of an [`Upstream`](crate::Upstream).
 ///
 /// ```
 /// use std::time::Duration;

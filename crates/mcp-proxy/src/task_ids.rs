@@ -8,8 +8,8 @@
 //! behind one endpoint) or random per process ([`TaskIdSigner::random`]); the AEAD key is
 //! HMAC-SHA256 of it under a fixed label, so any key length of 16 bytes or more works.
 //!
-//! Layout: `mcpx2.` + base64url(nonce[24] ‖ ciphertext ‖ tag[16]), where the plaintext is
-//! `len(upstream) as u16 ‖ upstream ‖ upstream task id`.
+//! Layout: `mcpx2.` + base64url(nonce (24 bytes) ‖ ciphertext ‖ tag (16 bytes)), where the
+//! plaintext is `len(upstream) as u16 ‖ upstream ‖ upstream task id`.
 
 use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
 use chacha20poly1305::{

@@ -45,7 +45,7 @@ use crate::{
 
 const METHODS: [&str; 3] = ["tasks/get", "tasks/update", "tasks/cancel"];
 
-/// The tasks extension of a server that proxies upstreams. See the [module docs](self).
+/// The tasks extension of a server that proxies upstreams.
 ///
 /// ```
 /// use mcp_proxy::ProxyTasks;

@@ -11,8 +11,8 @@ use crate::backend::TaskLimits;
 /// |---|---|---|
 /// | backend URL | `MCP_TASKS_URL` | `memory://` |
 /// | worker concurrency | `MCP_TASKS_CONCURRENCY` | 10 |
-/// | task TTL | `MCP_TASKS_TTL_MS` | 900 000 ms (C37) |
-/// | default poll interval | `MCP_TASKS_POLL_INTERVAL_MS` | 5 000 ms (C38) |
+/// | task TTL | `MCP_TASKS_TTL_MS` | 900 000 ms |
+/// | default poll interval | `MCP_TASKS_POLL_INTERVAL_MS` | 5 000 ms |
 /// | run an embedded worker | `MCP_TASKS_EMBEDDED_WORKER` (`0`/`false` turns it off) | on |
 /// | keys sealing stored credentials | `MCP_TASKS_CREDENTIALS_KEY` (32 bytes, base64; `new,old` while rotating) | none |
 /// | unfinished tasks per caller | `MCP_TASKS_MAX_TASKS_PER_CALLER` | 100 |

@@ -9,7 +9,7 @@ use crate::{TasksConfig, TasksExtension, backend::TaskBackend};
 /// The running engine of the root server: its backend and settings. Cheap to clone.
 ///
 /// It is also an extractor: a tool that takes an `Engine` gets the root's engine, even when
-/// it lives on a mounted child, which owns none (E03, A33). Outside a running engine the
+/// it lives on a mounted child, which owns none. Outside a running engine the
 /// call fails with a message that says so.
 ///
 /// ```

@@ -139,7 +139,7 @@ fn object(value: Option<Value>) -> JsonObject {
     }
 }
 
-/// The `tasks/get` body of a stored task (C14, C16, R23–R29). Takes the view by value so
+/// The `tasks/get` body of a stored task. Takes the view by value so
 /// the stored result moves into the answer instead of being copied again.
 pub(crate) fn detailed(view: TaskView) -> DetailedTask {
     let task = task_of(&view);
@@ -243,7 +243,7 @@ impl TasksExtension {
         &self.config
     }
 
-    /// The running engine; `None` before start and after stop (A33).
+    /// The running engine; `None` before start and after stop.
     pub fn engine(&self) -> Option<Engine> {
         self.lock().as_ref().map(|running| running.engine.clone())
     }
@@ -262,7 +262,7 @@ impl TasksExtension {
         Ok(crate::connect(&self.config).await?)
     }
 
-    /// The decision for one `tools/call` (C04–C08, R3–R5, R8, R9): `None` runs it
+    /// The decision for one `tools/call`: `None` runs it
     /// synchronously, `Some(Ok)` creates a task, `Some(Err)` refuses it.
     fn wants_task(call: &CallTool, tool: &ToolInfo) -> Option<Result<(), ErrorData>> {
         let mode = tool.task_config().mode;
@@ -430,9 +430,9 @@ impl TasksExtension {
     }
 }
 
-/// What every `tasks/*` request must pass before anything is looked up (R6): a 2026-07-28
-/// request (`-32601` on 2025-11-25, where the extension is not defined, C44) that declares
-/// the extension in its own `_meta` (`-32021` otherwise, R5). For other extensions that
+/// What every `tasks/*` request must pass before anything is looked up: a 2026-07-28
+/// request (`-32601` on 2025-11-25, where the extension is not defined) that declares
+/// the extension in its own `_meta` (`-32021` otherwise). For other extensions that
 /// answer `tasks/*` (a proxy's passthrough).
 ///
 /// ```
@@ -474,12 +474,12 @@ impl Extension for TasksExtension {
         TASKS_EXTENSION_ID
     }
 
-    /// SEP-2663 is not defined on 2025-11-25 connections (sep2663.md §2.3, C44, R8).
+    /// SEP-2663 is not defined on 2025-11-25 connections.
     fn legacy_era(&self) -> bool {
         false
     }
 
-    /// Exactly `{}` (R1).
+    /// Exactly `{}`.
     fn settings(&self) -> JsonObject {
         JsonObject::new()
     }
@@ -497,7 +497,7 @@ impl Extension for TasksExtension {
         self.answer(&cx, method, params).await
     }
 
-    /// `taskIds` (R12, R50, R51): see [`crate::push`].
+    /// `taskIds`: see [`crate::push`].
     async fn subscribe(
         &self,
         cx: Context,

@@ -13,7 +13,7 @@ pub(crate) fn random_token(bytes: usize) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&buffer)
 }
 
-/// A task id: 32 random bytes (256 bits), 43 URL-safe characters (R17, R18, F25).
+/// A task id: 32 random bytes (256 bits), 43 URL-safe characters.
 ///
 /// ```
 /// let id = mcp_tasks::new_task_id();
@@ -24,7 +24,7 @@ pub fn new_task_id() -> String {
     random_token(32)
 }
 
-/// A client-facing input key, `{taskId}:{16 hex}` (C26), never reused within a task.
+/// A client-facing input key, `{taskId}:{16 hex}`, never reused within a task.
 pub(crate) fn new_input_key(task_id: &str) -> String {
     let mut buffer = [0u8; 8];
     if let Err(error) = getrandom::fill(&mut buffer) {

@@ -21,7 +21,7 @@
 //! // root.serve_http("127.0.0.1:8000").await
 //! ```
 //!
-//! How a `tools/call` is decided (at the root, after its middleware, B10): the tool's mode,
+//! How a `tools/call` is decided (at the root, after its middleware): the tool's mode,
 //! the request's own opt-in and its era choose between a task, a synchronous run, and
 //! `-32021`. A task is created durably (arguments validated first, no task on bad input),
 //! and its work starts only after the `CreateTaskResult` has left the root's middleware. A

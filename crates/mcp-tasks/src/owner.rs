@@ -1,4 +1,4 @@
-//! Which server runs a task's tool, resolved from what the task stored (D06–D10, H11).
+//! Which server runs a task's tool, resolved from what the task stored.
 
 use mcp_core::{
     Server, ToolInfo,
@@ -8,7 +8,7 @@ use mcp_core::{
 use serde::{Deserialize, Serialize};
 
 /// What a task keeps of its submitting request, so any worker (in this process or another)
-/// can run it: the tool's name at the root and exact version (D10), and the caller.
+/// can run it: the tool's name at the root and exact version, and the caller.
 ///
 /// ```
 /// let snapshot = mcp_tasks::TaskSnapshot { tool: Some("child_multiply".into()), ..Default::default() };
@@ -43,7 +43,7 @@ pub fn resolve_tool(root: &Server, tool: &str, version: Option<&str>) -> Option<
 }
 
 /// The mounted child that owns the snapshot's tool: the **directly** mounted child the tool
-/// is reached through, however deep it lives (single level, D06, D09). `None` when the tool
+/// is reached through, however deep it lives (single level). `None` when the tool
 /// is the root's own, unknown, or the snapshot names none; the caller then runs it on the
 /// root.
 ///

@@ -1,8 +1,8 @@
 //! The worker: claims runs from a [`TaskBackend`], runs each tool on the server that owns
 //! it, and records the outcome.
 //!
-//! A run goes through no middleware and no extension (B11, D03): its submission already went
-//! through the root's. It runs on the owning mounted child (D06–D08), with a `Context` whose
+//! A run goes through no middleware and no extension: its submission already went
+//! through the root's. It runs on the owning mounted child, with a `Context` whose
 //! server is the child, `task_id` set, and the previous round's answers when resuming.
 //! Cancellation fires the run's token and drops its future, so a tool awaiting anything
 //! stops there.
@@ -725,7 +725,7 @@ fn to_json(result: &CallToolResult) -> Value {
     serde_json::to_value(result).unwrap_or(Value::Null)
 }
 
-/// Progress reports of a task run become its `statusMessage` (R50).
+/// Progress reports of a task run become its `statusMessage`.
 fn progress_to_status(backend: Arc<dyn TaskBackend>, lease: Lease) -> mcp_core::ProgressSink {
     Arc::new(move |progress: mcp_core::Progress| {
         let backend = Arc::clone(&backend);

@@ -627,7 +627,7 @@ async fn park<B: TaskBackend>(
     keys
 }
 
-/// A client-facing input key is `{taskId}:{16 hex digits}` (C26).
+/// A client-facing input key is `{taskId}:{16 hex digits}`.
 fn assert_client_key(id: &str, key: &str) {
     let suffix = key
         .strip_prefix(id)
@@ -796,10 +796,10 @@ fn join<T>(joined: Result<T, tokio::task::JoinError>) -> T {
 // ---------------------------------------------------------------------------------------------
 // Submit and release
 
-/// A submitted task is visible to `get` as soon as `submit` returns (R16, also from the
+/// A submitted task is visible to `get` as soon as `submit` returns (also from the
 /// [`peer`](Harness::peer)): `working`, no message, result or requests, its TTL and poll
 /// interval as given, Unix-millisecond timestamps. No worker can claim it before `release`
-/// (D32).
+///.
 pub async fn submit_is_visible_and_not_claimable_before_release<B: TaskBackend>(h: &Harness<B>) {
     let owner = anon();
     let task = new_task(h, &owner, 1);
@@ -836,7 +836,7 @@ pub async fn submit_is_visible_and_not_claimable_before_release<B: TaskBackend>(
     claim_none(h, "D32: nothing runs before release").await;
 }
 
-/// `ttlMs` and `pollIntervalMs` are whole, positive milliseconds (R19): whole-millisecond
+/// `ttlMs` and `pollIntervalMs` are whole, positive milliseconds: whole-millisecond
 /// durations are kept exactly, others rounded to a neighbouring whole millisecond, zero
 /// becomes at least 1, and no TTL stays no TTL.
 pub async fn submit_keeps_ttl_and_poll_interval_in_whole_positive_ms<B: TaskBackend>(
@@ -971,8 +971,8 @@ pub async fn submit_with_a_taken_id_is_an_error<B: TaskBackend>(h: &Harness<B>) 
 // ---------------------------------------------------------------------------------------------
 // Scoping
 
-/// Another owner's `get`, `deliver_input` and `cancel` answer `None` (as for a missing task,
-/// F13, R52–R54), and neither they nor its `release` change anything.
+/// Another owner's `get`, `deliver_input` and `cancel` answer `None` (as for a missing task),
+/// and neither they nor its `release` change anything.
 pub async fn another_owner_sees_nothing_and_changes_nothing<B: TaskBackend>(h: &Harness<B>) {
     let (owner, stranger) = (alice(), bob());
     let (task, _run, keys) = parked(h, &owner, 1, &["a", "b"]).await;
@@ -1004,7 +1004,7 @@ pub async fn another_owner_sees_nothing_and_changes_nothing<B: TaskBackend>(h: &
     );
 }
 
-/// The anonymous keyspace and a client literally named `anon` are disjoint (F05).
+/// The anonymous keyspace and a client literally named `anon` are disjoint.
 pub async fn anonymous_and_a_client_named_anon_are_disjoint<B: TaskBackend>(h: &Harness<B>) {
     let anonymous = anon();
     let named = Owner::of(Some(&Principal::new("anon")));
@@ -1222,7 +1222,7 @@ pub async fn complete_is_terminal_and_keeps_the_result<B: TaskBackend>(h: &Harne
 }
 
 /// `set_status_message` by the lease holder shows in the task and announces a change; the
-/// task keeps running (how progress surfaces inside a task, R50).
+/// task keeps running (how progress surfaces inside a task).
 pub async fn the_lease_holder_sets_the_status_message<B: TaskBackend>(h: &Harness<B>) {
     let owner = anon();
     let (task, run) = running(h, &owner, &WorkerId::new(), 1).await;
@@ -1384,7 +1384,7 @@ pub async fn input_keys_are_never_reused_across_rounds<B: TaskBackend>(h: &Harne
     }
 }
 
-/// Answering some requests takes them (`Waiting`) and lists only the rest (R39); a taken
+/// Answering some requests takes them (`Waiting`) and lists only the rest; a taken
 /// key is not taken again; nothing runs until the last answer, which resumes the task.
 pub async fn partial_input_waits_for_the_rest<B: TaskBackend>(h: &Harness<B>) {
     let owner = anon();
@@ -1480,7 +1480,7 @@ pub async fn a_resumed_round_is_a_first_attempt<B: TaskBackend>(h: &Harness<B>) 
 
 /// A replayed last answer (two identical `tasks/update` racing, from two processes when
 /// there is a peer) resumes the task exactly once: one `Resumed`, one `Ignored`, one run
-/// (R41).
+///.
 pub async fn a_replayed_last_answer_resumes_exactly_once<B: TaskBackend>(h: &Harness<B>) {
     let owner = anon();
     for _ in 0..8 {
@@ -1527,7 +1527,7 @@ pub async fn a_replayed_last_answer_resumes_exactly_once<B: TaskBackend>(h: &Har
 }
 
 /// Answers under keys that are not outstanding (none at all, made-up keys, the tool's own
-/// keys, another task's keys) are ignored and change nothing (R38); with a real key among
+/// keys, another task's keys) are ignored and change nothing; with a real key among
 /// them only the real one counts.
 pub async fn unknown_input_keys_are_ignored<B: TaskBackend>(h: &Harness<B>) {
     let owner = anon();
@@ -1673,7 +1673,7 @@ pub async fn cancel_of_a_running_task_reaches_its_worker<B: TaskBackend>(h: &Har
 }
 
 /// Cancelling a task waiting for input withdraws its requests; a later answer changes
-/// nothing and runs nothing (R47).
+/// nothing and runs nothing.
 pub async fn cancel_of_a_task_waiting_for_input_withdraws_its_requests<B: TaskBackend>(
     h: &Harness<B>,
 ) {
@@ -1701,7 +1701,7 @@ pub async fn cancel_of_a_task_waiting_for_input_withdraws_its_requests<B: TaskBa
 }
 
 /// Cancelling a completed, failed or cancelled task says `AlreadyTerminal` and changes
-/// nothing: the payload stays (R44).
+/// nothing: the payload stays.
 pub async fn cancel_of_a_terminal_task_changes_nothing<B: TaskBackend>(h: &Harness<B>) {
     let owner = anon();
     let (completed, run) = running(h, &owner, &WorkerId::new(), 1).await;

@@ -4,7 +4,7 @@
 //!
 //! Unlike [`RedisServer`](crate::redis::RedisServer), it never uses `MCP_TEST_REDIS_URL`: a
 //! restart needs a server this process owns. Without `redis-server` on `PATH` starting one
-//! panics with [`HOW_TO_GET_REDIS`](crate::redis::HOW_TO_GET_REDIS).
+//! panics with [`HOW_TO_GET_REDIS`].
 //!
 //! ```no_run
 //! use test_helpers::redis_persistent::{AppendFsync, PersistentRedis};

@@ -116,7 +116,7 @@ impl<'a> TaskClient<'a> {
         opted_in_scope(self.caller.as_ref(), self.settings.clone())
     }
 
-    /// An opted-in `tools/call`; the answer must be a task handle (C55). A synchronous
+    /// An opted-in `tools/call`; the answer must be a task handle. A synchronous
     /// result panics; a JSON-RPC error is returned.
     pub async fn submit(
         &self,

@@ -47,7 +47,7 @@ impl Principal {
         }
     }
 
-    /// Adds the subject; an empty one is ignored (F01).
+    /// Adds the subject; an empty one is ignored.
     ///
     /// ```
     /// let p = mcp_core::auth::Principal::new("c").with_subject("");

@@ -399,7 +399,7 @@ impl ResourceServer {
     }
 }
 
-/// The canonical form of a resource URI, split into origin and path (AU2).
+/// The canonical form of a resource URI, split into origin and path.
 fn canonical(resource: &str) -> Result<(String, String), InvalidResource> {
     let url = url::Url::parse(resource.trim())
         .map_err(|_| InvalidResource::NotAUrl(resource.to_owned()))?;

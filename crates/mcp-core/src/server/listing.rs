@@ -1,7 +1,7 @@
 //! The four list methods share one walk: this server's visible components, then each
-//! mount's list (through the child's middleware, B15) renamed into this server's namespace,
-//! filtered by this server's visibility (A26); a failing child is skipped with a warning
-//! (A28).
+//! mount's list (through the child's middleware) renamed into this server's namespace,
+//! filtered by this server's visibility; a failing child is skipped with a warning
+//!.
 
 use std::{collections::BTreeSet, sync::Arc};
 
@@ -124,7 +124,7 @@ impl Server {
     }
 }
 
-/// A19: the same key and version from two providers is listed twice, with a warning.
+/// the same key and version from two providers is listed twice, with a warning.
 fn warn_duplicates<L: Listed>(server: &str, listed: &[L]) {
     if listed.len() < 2 {
         return;

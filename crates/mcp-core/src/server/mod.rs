@@ -53,7 +53,7 @@ type StopHook = Arc<dyn Fn(Server) -> BoxFuture<'static, ()> + Send + Sync>;
 /// One MCP server: its tools, mounted children, middleware and extensions.
 ///
 /// `Server` is a handle (an `Arc` inside): clones share one server, so a child mounted into a
-/// parent stays live: what is added to it later shows up in the parent (A20). Registration
+/// parent stays live: what is added to it later shows up in the parent. Registration
 /// takes `&self` for the same reason.
 ///
 /// ```
@@ -151,7 +151,7 @@ struct Info {
     instructions: Option<String>,
 }
 
-/// Which components a server shows (A26, A27).
+/// Which components a server shows.
 #[derive(Default, Clone)]
 struct Visibility {
     only_tags: Option<BTreeSet<String>>,
@@ -331,7 +331,7 @@ fn panic_message(panic: &(dyn Any + Send)) -> &str {
         .unwrap_or("a panic with a non-string payload")
 }
 
-/// MCP method names a client may send; extensions cannot take them over (C46).
+/// MCP method names a client may send; extensions cannot take them over.
 pub(crate) const SPEC_METHODS: &[&str] = &[
     "initialize",
     "ping",
@@ -529,7 +529,7 @@ impl Server {
     }
 
     /// Whether a failing tool's error text is hidden from clients (default `true`): masked,
-    /// the client reads `Error calling tool '<name>'`; unmasked, `...: <error>` (I18, C19).
+    /// the client reads `Error calling tool '<name>'`; unmasked, `...: <error>`.
     /// The owning server's setting applies.
     ///
     /// ```
@@ -582,7 +582,7 @@ impl Server {
     }
 
     /// Strict input validation: no lenient coercion (`"1"` stays a string and fails an
-    /// integer parameter, I14). Off by default.
+    /// integer parameter). Off by default.
     ///
     /// ```
     /// let _ = mcp_core::Server::new("x").strict_input_validation(true);
@@ -623,8 +623,8 @@ impl Server {
 
     /// Registers a tool.
     ///
-    /// Fails when the version is invalid (H04), when the name mixes versioned and unversioned
-    /// registrations on this server (H03), when the same name and version is already
+    /// Fails when the version is invalid, when the name mixes versioned and unversioned
+    /// registrations on this server, when the same name and version is already
     /// registered, or when the input schema is not an object.
     ///
     /// ```
@@ -687,7 +687,7 @@ impl Server {
     }
 
     /// Removes every version of the tool `name`; returns whether there was one. Mounted
-    /// parents stop showing it at once (A20).
+    /// parents stop showing it at once.
     ///
     /// ```
     /// let s = mcp_core::Server::new("s");
@@ -740,7 +740,7 @@ impl Server {
         Ok(())
     }
 
-    /// The directly mounted children, in mount order (A21).
+    /// The directly mounted children, in mount order.
     ///
     /// ```
     /// assert!(mcp_core::Server::new("s").mounted().is_empty());
@@ -772,7 +772,7 @@ impl Server {
         out
     }
 
-    /// Adds a middleware; the first added is outermost (B03, B28).
+    /// Adds a middleware; the first added is outermost.
     ///
     /// ```
     /// struct Nop;
@@ -788,7 +788,7 @@ impl Server {
     }
 
     /// Registers an extension (see [`extension`](crate::extension)). Fails on a duplicate
-    /// identifier, a method that belongs to the MCP specification, or a running server (C46).
+    /// identifier, a method that belongs to the MCP specification, or a running server.
     ///
     /// ```
     /// struct Ext;
@@ -881,7 +881,7 @@ impl Server {
             .collect()
     }
 
-    /// Attaches typed state, read by tools through [`State`](crate::State) (A31).
+    /// Attaches typed state, read by tools through [`State`](crate::State).
     ///
     /// ```
     /// let s = mcp_core::Server::new("s");
@@ -912,7 +912,7 @@ impl Server {
     }
 
     /// Runs `hook` when the server (or a root it is mounted into) starts, once per start
-    /// however deep the server sits (A30). Parents' hooks run before their children's.
+    /// however deep the server sits. Parents' hooks run before their children's.
     ///
     /// ```
     /// let s = mcp_core::Server::new("s");
@@ -984,7 +984,7 @@ impl Server {
         removed
     }
 
-    /// Parses a component's declared version (H04).
+    /// Parses a component's declared version.
     fn parse_version(
         &self,
         component: &'static str,
@@ -1022,7 +1022,7 @@ impl Server {
         })
     }
 
-    /// Hides every component, local or mounted, carrying one of `tags` (A26).
+    /// Hides every component, local or mounted, carrying one of `tags`.
     ///
     /// ```
     /// let s = mcp_core::Server::new("s");
@@ -1035,7 +1035,7 @@ impl Server {
         self
     }
 
-    /// Shows only components carrying at least one of `tags` (A26).
+    /// Shows only components carrying at least one of `tags`.
     ///
     /// ```
     /// let s = mcp_core::Server::new("s");
@@ -1052,7 +1052,7 @@ impl Server {
         self
     }
 
-    /// Hides the tool called `name` at this server (namespaced names for mounted ones, A27).
+    /// Hides the tool called `name` at this server (namespaced names for mounted ones).
     ///
     /// ```
     /// let s = mcp_core::Server::new("s");
@@ -1085,13 +1085,13 @@ impl Server {
     // ---------------------------------------------------------------- lookup
 
     /// Resolves `name` at this server: local tools first, then each mount in order; the
-    /// highest version wins, ties go to the earliest provider (A18, H16).
+    /// highest version wins, ties go to the earliest provider.
     pub(crate) fn resolve(&self, name: &str, spec: Option<&VersionSpec>) -> Option<Resolved> {
         self.resolve_within(name, spec, &|_| true)
     }
 
     /// [`resolve`](Self::resolve), skipping tools an enclosing server hides (`visible`), so a
-    /// parent that hides a child's highest version falls back to the next one (H13).
+    /// parent that hides a child's highest version falls back to the next one.
     fn resolve_within(
         &self,
         name: &str,
@@ -1142,8 +1142,8 @@ impl Server {
         best
     }
 
-    /// The tool `name` as this server would call it, without running any middleware (B27):
-    /// the highest version, or the one `version` selects (H02, H07, H10, H11).
+    /// The tool `name` as this server would call it, without running any middleware:
+    /// the highest version, or the one `version` selects.
     ///
     /// ```
     /// use mcp_core::{Server, ToolDef, version::{Version, VersionSpec}};
@@ -1198,8 +1198,7 @@ impl Server {
     // ---------------------------------------------------------------- calls
 
     /// Calls a tool in process, through middleware and extensions, like a client would.
-    /// Returns the tool's result, or whatever an extension answers instead (a task handle,
-    /// C55).
+    /// Returns the tool's result, or whatever an extension answers instead (a task handle).
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -1303,7 +1302,7 @@ impl Server {
     }
 
     /// Resolves the tool and runs it here, or delegates to the mounted child that has it
-    /// with the exact version resolved (A38).
+    /// with the exact version resolved.
     pub(crate) async fn call_resolved(
         &self,
         call: CallTool,
@@ -1375,15 +1374,15 @@ impl Server {
         match outcome {
             Ok(response) => Ok(response),
             Err(error) => error
-                .into_error_data(&tool.name, self.masks_error_details())
-                .map(CallToolResponse::Complete),
+                .into_failure(&tool.name, self.masks_error_details())
+                .into_response(),
         }
     }
 
     // ---------------------------------------------------------------- lists
 
-    /// Every visible tool, all versions, through middleware (B06, B15). A mounted child whose
-    /// listing fails is skipped with a warning (A28).
+    /// Every visible tool, all versions, through middleware. A mounted child whose
+    /// listing fails is skipped with a warning.
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -1570,7 +1569,7 @@ impl Server {
     /// start hooks (each once, parents first). Serving over a transport does this for you.
     ///
     /// Fails when a tool anywhere in the tree declares a task mode and no tasks extension is
-    /// registered here (C40), or when a hook fails (everything started so far is stopped).
+    /// registered here, or when a hook fails (everything started so far is stopped).
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {

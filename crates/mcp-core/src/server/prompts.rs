@@ -1,5 +1,5 @@
-//! Registering, resolving and rendering prompts. Names resolve like tool names (A09, A13,
-//! A17, A18); a mounted prompt renders through the child's own middleware (B14).
+//! Registering, resolving and rendering prompts. Names resolve like tool names;
+//! a mounted prompt renders through the child's own middleware.
 
 use std::{collections::BTreeSet, sync::Arc};
 
@@ -67,7 +67,7 @@ pub(crate) fn unknown_prompt(name: &str) -> ErrorData {
 }
 
 impl Server {
-    /// Registers a prompt, with the versioning rules of [`add_tool`](Self::add_tool) (H03).
+    /// Registers a prompt, with the versioning rules of [`add_tool`](Self::add_tool).
     ///
     /// ```
     /// use mcp_core::{PromptDef, Server, ServerError};
@@ -110,7 +110,7 @@ impl Server {
         Ok(self)
     }
 
-    /// Removes every version of the prompt `name`; whether there was one (A20).
+    /// Removes every version of the prompt `name`; whether there was one.
     ///
     /// ```
     /// let s = mcp_core::Server::new("s");
@@ -121,7 +121,7 @@ impl Server {
         self.remove_from(&self.inner.prompts, name, ListKind::Prompts)
     }
 
-    /// Every visible prompt, all versions, through middleware (B06, B15).
+    /// Every visible prompt, all versions, through middleware.
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {

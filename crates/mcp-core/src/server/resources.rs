@@ -2,8 +2,8 @@
 //!
 //! A URI resolves at one server like a tool name: this server's own resources first, then
 //! its templates, then each mount (with the namespace stripped from the URI); the highest
-//! version wins and ties go to the earliest provider (A17, A18). A read of a mounted
-//! resource runs the child's own middleware with the child's URI (B14, B16).
+//! version wins and ties go to the earliest provider. A read of a mounted
+//! resource runs the child's own middleware with the child's URI.
 
 use std::{collections::BTreeSet, sync::Arc};
 
@@ -103,7 +103,7 @@ impl Server {
     ///
     /// Fails on an invalid version or template, when the template's required arguments are
     /// not all variables of the URI, or on the versioning rules of [`add_tool`](Self::add_tool)
-    /// (H03).
+    ///.
     ///
     /// ```
     /// use mcp_core::{Args, ResourceDef, Server, ServerError};
@@ -181,7 +181,7 @@ impl Server {
     }
 
     /// Removes every version of the resource or template registered at `uri`; whether there
-    /// was one. Mounted parents stop showing it at once (A20).
+    /// was one. Mounted parents stop showing it at once.
     ///
     /// ```
     /// let s = mcp_core::Server::new("s");
@@ -194,7 +194,7 @@ impl Server {
             | self.remove_from(&self.inner.templates, uri, ListKind::Resources)
     }
 
-    /// Every visible resource, all versions, through middleware (B06, B15).
+    /// Every visible resource, all versions, through middleware.
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -224,7 +224,7 @@ impl Server {
         self.list_of(Context::new(self.clone(), scope), true).await
     }
 
-    /// Every visible resource template, all versions, through middleware (B06, B15).
+    /// Every visible resource template, all versions, through middleware.
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {

@@ -50,7 +50,7 @@ const LOST_WORKER_MESSAGE: &str = "the worker running this task was lost";
 /// The longest the sweeper sleeps when nothing is due.
 const IDLE_SWEEP: Duration = Duration::from_secs(1);
 
-/// The embedded task store: one per server (D14), shared by nothing else.
+/// The embedded task store: one per server, shared by nothing else.
 ///
 /// ```
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -132,7 +132,7 @@ struct Record {
 }
 
 /// A duration in whole milliseconds, rounded up and at least 1: `ttlMs` and
-/// `pollIntervalMs` must be positive integers (R19).
+/// `pollIntervalMs` must be positive integers.
 pub(crate) fn whole_ms(duration: Duration) -> u64 {
     let ms = duration.as_nanos().div_ceil(1_000_000).max(1);
     u64::try_from(ms).unwrap_or(u64::MAX)
@@ -290,7 +290,7 @@ impl Record {
                 .is_some_and(|(worker, _)| *worker == lease.worker)
     }
 
-    /// Ends the task in a terminal status; withdraws everything pending (R47).
+    /// Ends the task in a terminal status; withdraws everything pending.
     fn finish(&mut self, status: TaskStatus) {
         self.status = status;
         self.holder = None;

@@ -23,14 +23,14 @@ use mcp_types::{InputResponses, JsonObject, TaskStatus};
 use serde_json::Value;
 
 /// Who a task belongs to. Every request-side operation names the owner, and a task of
-/// another owner is indistinguishable from a missing one (F13, R52–R54).
+/// another owner is indistinguishable from a missing one.
 ///
 /// ```
 /// use mcp_core::auth::Principal;
 /// use mcp_tasks::backend::Owner;
 /// assert_eq!(Owner::of(None).as_str(), "anon");
 /// assert_eq!(Owner::of(Some(&Principal::new("app").with_subject("alice"))).as_str(), "auth:app|alice");
-/// // A client literally called "anon" never aliases the anonymous keyspace (F05).
+/// // A client literally called "anon" never aliases the anonymous keyspace.
 /// assert_ne!(Owner::of(Some(&Principal::new("anon"))), Owner::of(None));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -88,7 +88,7 @@ pub struct NewTask {
     /// Who submitted it, for quotas and fair scheduling: `auth:<principal>` for a verified
     /// caller, `anon:<clientInfo name>` for an anonymous one (see [`caller_key`]).
     pub caller: String,
-    /// The tool's name at the root, and its exact version (D10).
+    /// The tool's name at the root, and its exact version.
     pub tool: String,
     /// The tool's version, if versioned.
     pub version: Option<String>,
@@ -198,9 +198,9 @@ pub enum WriteAck {
 pub enum UpdateAck {
     /// Every outstanding request is answered: the next round is queued.
     Resumed,
-    /// Some answers were taken; others are still outstanding (C29, R39).
+    /// Some answers were taken; others are still outstanding.
     Waiting,
-    /// Nothing matched an outstanding request; nothing changed (C25, R38).
+    /// Nothing matched an outstanding request; nothing changed.
     Ignored,
 }
 
@@ -209,7 +209,7 @@ pub enum UpdateAck {
 pub enum CancelAck {
     /// The task is now cancelled.
     Cancelled,
-    /// It was already terminal; nothing changed (R44).
+    /// It was already terminal; nothing changed.
     AlreadyTerminal,
 }
 
@@ -273,7 +273,7 @@ pub fn caller_key(
 
 /// The storage contract of the tasks engine. See the [module docs](self).
 ///
-/// Request side: [`submit`](Self::submit) (durable before it returns, R16),
+/// Request side: [`submit`](Self::submit) (durable before it returns),
 /// [`release`](Self::release), [`get`](Self::get), [`deliver_input`](Self::deliver_input),
 /// [`cancel`](Self::cancel). Worker side: [`claim`](Self::claim),
 /// [`heartbeat`](Self::heartbeat), [`complete`](Self::complete), [`fail`](Self::fail),
@@ -285,7 +285,7 @@ pub trait TaskBackend: Send + Sync + 'static {
     async fn submit(&self, task: NewTask) -> Result<TaskView, BackendError>;
 
     /// Makes a submitted task's work claimable. The tasks extension releases a task only
-    /// after its `CreateTaskResult` has left the root's middleware (D32).
+    /// after its `CreateTaskResult` has left the root's middleware.
     async fn release(&self, owner: &Owner, id: &str) -> Result<(), BackendError>;
 
     /// The task, if it exists and belongs to `owner`.
@@ -321,7 +321,7 @@ pub trait TaskBackend: Send + Sync + 'static {
     async fn fail(&self, lease: &Lease, error: Value) -> Result<WriteAck, BackendError>;
 
     /// Sets the running task's `statusMessage` (how a tool's progress reports surface, since
-    /// notifications after the task is created are forbidden, R50). Fenced like every
+    /// notifications after the task is created are forbidden). Fenced like every
     /// worker-side write.
     async fn set_status_message(
         &self,
@@ -330,7 +330,7 @@ pub trait TaskBackend: Send + Sync + 'static {
     ) -> Result<WriteAck, BackendError>;
 
     /// Parks the task `input_required` with fresh client-facing keys; the run ends and the
-    /// lease is released (no worker is held while waiting, C35).
+    /// lease is released (no worker is held while waiting).
     async fn request_input(
         &self,
         lease: &Lease,

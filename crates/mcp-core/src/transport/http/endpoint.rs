@@ -281,7 +281,7 @@ fn reroute_listen(headers: &mut http::HeaderMap, body: Bytes) -> Bytes {
 /// `tasks/update` and `tasks/cancel`, which rmcp refuses (`-32020`), so no task of an
 /// mcpkit server could be polled from it over HTTP. The header only repeats
 /// `params.taskId` for routing, so a missing one is taken from the body; a header that is
-/// present and disagrees with the body is still refused (SEP-2663 R48).
+/// present and disagrees with the body is still refused.
 fn fill_missing_task_name(headers: &mut http::HeaderMap, body: &[u8]) {
     const NAME: &str = "mcp-name";
     #[derive(serde::Deserialize)]

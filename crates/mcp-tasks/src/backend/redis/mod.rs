@@ -573,7 +573,7 @@ impl RedisBackend {
     }
 
     /// One claimed run from its script row; a run whose context cannot be opened is failed
-    /// instead (R55) and skipped.
+    /// instead and skipped.
     async fn claimed(
         &self,
         worker: &WorkerId,

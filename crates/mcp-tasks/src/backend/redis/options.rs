@@ -170,7 +170,7 @@ impl RedisOptions {
     /// Splits a backend URL into the part the Redis client reads and these options: the
     /// query parameters `queue`, `lease_ms`, `response_timeout_ms` and `ca_file` are ours,
     /// any other is the client's. The schemes are `redis://`, `rediss://`,
-    /// `redis+cluster://` and `rediss+cluster://` (see the [module docs](self)).
+    /// `redis+cluster://` and `rediss+cluster://`.
     ///
     /// ```
     /// use mcp_tasks::backend::redis::RedisOptions;
