@@ -384,6 +384,18 @@ pub enum ServerError {
         /// The tasks extension identifier.
         id: &'static str,
     },
+    /// A tool takes `State<T>` but its server has no state of that type.
+    #[error(
+        "tool '{tool}' of server '{server}' takes `State<{type_name}>`, but the server has no state of that type: add it with `server.insert_state(...)` before the server starts (in a start hook at the latest)"
+    )]
+    MissingState {
+        /// The server the tool is registered on.
+        server: String,
+        /// The tool, as that server names it.
+        tool: String,
+        /// The state type.
+        type_name: &'static str,
+    },
     /// An extension or a start hook failed.
     #[error("start-up failed in {what}: {source}")]
     Startup {

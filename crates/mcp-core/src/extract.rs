@@ -67,6 +67,29 @@ use crate::{
 pub trait FromContext: Sized + Send + 'static {
     /// Extracts the value, or fails the call.
     fn from_context(cx: &Context) -> Result<Self, ToolError>;
+
+    /// The server state this extractor cannot do without, checked when the server starts.
+    #[doc(hidden)]
+    fn needs() -> Option<StateNeed> {
+        None
+    }
+}
+
+/// A state type a tool's extractor needs on the server that owns the tool.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StateNeed {
+    pub(crate) type_id: std::any::TypeId,
+    pub(crate) type_name: &'static str,
+}
+
+impl StateNeed {
+    fn of<T: 'static>() -> Self {
+        Self {
+            type_id: std::any::TypeId::of::<T>(),
+            type_name: std::any::type_name::<T>(),
+        }
+    }
 }
 
 impl FromContext for Context {
@@ -141,7 +164,11 @@ impl FromContext for Option<BearerToken> {
 }
 
 /// Typed state of the server running the tool (set with [`Server::insert_state`]); for a
-/// mounted tool, the child's state, not the parent's.
+/// mounted tool, the child's state, not the parent's. A tool that takes a `State<T>` its
+/// server does not have stops the root from starting ([`ServerError::MissingState`]), after
+/// the start hooks, which may insert it.
+///
+/// [`ServerError::MissingState`]: crate::ServerError::MissingState
 ///
 /// ```
 /// use mcp_core::{Server, State, ToolDef};
@@ -155,6 +182,10 @@ impl FromContext for Option<BearerToken> {
 pub struct State<T>(pub T);
 
 impl<T: Clone + Send + Sync + 'static> FromContext for State<T> {
+    fn needs() -> Option<StateNeed> {
+        Some(StateNeed::of::<T>())
+    }
+
     fn from_context(cx: &Context) -> Result<Self, ToolError> {
         cx.server().state::<T>().map(State).ok_or_else(|| {
             ToolError::internal(format!(
@@ -196,6 +227,12 @@ pub trait FromCall<M>: Sized + Send + 'static {
         let _ = parts;
         Ok(())
     }
+
+    /// The server state this extractor cannot do without.
+    #[doc(hidden)]
+    fn needs() -> Option<StateNeed> {
+        None
+    }
 }
 
 #[doc(hidden)]
@@ -206,6 +243,10 @@ pub enum ViaArguments {}
 impl<T: FromContext> FromCall<ViaContext> for T {
     fn from_call(cx: &Context, _parts: &mut CallParts) -> Result<Self, ToolError> {
         T::from_context(cx)
+    }
+
+    fn needs() -> Option<StateNeed> {
+        <T as FromContext>::needs()
     }
 }
 

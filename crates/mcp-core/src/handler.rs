@@ -12,7 +12,8 @@ use mcp_types::{CallToolResponse, CallToolResult, JsonObject};
 
 use crate::{
     Context, FromCall, FromContext, IntoToolOutput, IntoToolResult, OutputSchema, ToolError,
-    extract::CallParts, schema,
+    extract::{CallParts, StateNeed},
+    schema,
 };
 
 /// A boxed, sendable future, as tools and middleware return.
@@ -42,6 +43,12 @@ pub trait HandlerFn<M, R>: Clone + Send + Sync + 'static {
     /// Checks the arguments as the call would, without running anything.
     #[doc(hidden)]
     fn validate(parts: &mut CallParts) -> Result<(), ToolError>;
+
+    /// The server state the parameters need (checked when the server starts).
+    #[doc(hidden)]
+    fn needs() -> Vec<StateNeed> {
+        Vec::new()
+    }
 }
 
 impl<F, Fut, R> HandlerFn<((),), R> for F
@@ -78,6 +85,12 @@ macro_rules! impl_handler_fn {
             }
             fn validate(parts: &mut CallParts) -> Result<(), ToolError> {
                 $last::validate(parts)
+            }
+            fn needs() -> Vec<StateNeed> {
+                [$(<$ty as FromContext>::needs(),)* <$last as FromCall<M>>::needs()]
+                    .into_iter()
+                    .flatten()
+                    .collect()
             }
             fn call(
                 self,
@@ -142,6 +155,12 @@ pub trait Handler<M>: Clone + Send + Sync + 'static {
     /// Checks the arguments as the call would, without running anything.
     #[doc(hidden)]
     fn validate(parts: &mut CallParts) -> Result<(), ToolError>;
+
+    /// The server state the parameters need (checked when the server starts).
+    #[doc(hidden)]
+    fn needs() -> Vec<StateNeed> {
+        Vec::new()
+    }
 }
 
 impl<F, M, R> Handler<(M, R)> for F
@@ -167,6 +186,9 @@ where
     }
     fn validate(parts: &mut CallParts) -> Result<(), ToolError> {
         <F as HandlerFn<M, R>>::validate(parts)
+    }
+    fn needs() -> Vec<StateNeed> {
+        <F as HandlerFn<M, R>>::needs()
     }
 }
 
@@ -207,6 +229,11 @@ pub(crate) trait Invoke: Send + Sync + 'static {
     ) -> BoxFuture<'static, Result<CallToolResponse, ToolError>>;
 
     fn validate(&self, parts: &mut CallParts) -> Result<(), ToolError>;
+
+    /// The server state the tool's parameters need.
+    fn needs(&self) -> Vec<StateNeed> {
+        Vec::new()
+    }
 }
 
 pub(crate) struct TypedInvoke<H, M> {
@@ -226,6 +253,10 @@ impl<H: Handler<M>, M: 'static> Invoke for TypedInvoke<H, M> {
 
     fn validate(&self, parts: &mut CallParts) -> Result<(), ToolError> {
         H::validate(parts)
+    }
+
+    fn needs(&self) -> Vec<StateNeed> {
+        H::needs()
     }
 }
 

@@ -73,7 +73,8 @@ pub use context::{Context, Era, RequestScope};
 pub use error::{ServerError, ToolError, ToolFailure, masked_internal_error};
 pub use extension::{BoxError, Extension, ToolCallNext};
 pub use extract::{
-    Args, CurrentServer, FromCall, FromContext, RawArgs, State, Target, ViaArguments, ViaContext,
+    Args, CurrentServer, FromCall, FromContext, RawArgs, State, StateNeed, Target, ViaArguments,
+    ViaContext,
 };
 pub use handler::{BoxFuture, Handler, HandlerFn, ToolHandler};
 pub use logging::{LogLevel, Progress, ProgressSink};

@@ -174,8 +174,24 @@ impl Default for TasksExtension {
 }
 
 impl TasksExtension {
-    /// The extension configured from the environment ([`TasksConfig::from_env`]).
+    /// The extension with the default settings ([`TasksConfig::default`]: the in-memory
+    /// engine in this process). Nothing is read from the environment; for that, see
+    /// [`from_env`](Self::from_env).
+    ///
+    /// ```
+    /// let _ = mcp_tasks::TasksExtension::new();
+    /// ```
     pub fn new() -> Self {
+        Self::with_config(TasksConfig::default())
+    }
+
+    /// The extension configured from the `MCP_TASKS_*` environment variables
+    /// ([`TasksConfig::from_env`]), as a deployed server is.
+    ///
+    /// ```
+    /// let _ = mcp_tasks::TasksExtension::from_env();
+    /// ```
+    pub fn from_env() -> Self {
         Self::with_config(TasksConfig::from_env())
     }
 

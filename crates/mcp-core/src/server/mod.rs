@@ -1629,7 +1629,39 @@ impl Server {
             }
             running.entered.push(server);
         }
+        // After the start hooks, which may insert state.
+        if let Some(error) = self.missing_state() {
+            running.stopped = true;
+            unwind(running).await;
+            return Err(error);
+        }
         Ok(running)
+    }
+
+    /// The first tool of this tree that takes a `State<T>` its server does not have.
+    fn missing_state(&self) -> Option<ServerError> {
+        for server in self.tree() {
+            let state = server
+                .inner
+                .state
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
+            for tool in server.inner.tools.load().iter() {
+                if let Some(need) = tool
+                    .invoke
+                    .needs()
+                    .into_iter()
+                    .find(|need| !state.contains_key(&need.type_id))
+                {
+                    return Some(ServerError::MissingState {
+                        server: server.name().to_owned(),
+                        tool: tool.name.to_string(),
+                        type_name: need.type_name,
+                    });
+                }
+            }
+        }
+        None
     }
 }
 
