@@ -938,6 +938,38 @@ async fn a31_mounted_child_tool_sees_child_state() {
     running.stop().await;
 }
 
+/// What stopped `server` from starting: the component whose state is missing.
+async fn missing_state(server: &Server) -> String {
+    match server.start().await {
+        Err(ServerError::MissingState { tool, .. }) => tool,
+        Err(other) => panic!("expected a missing state, got {other}"),
+        Ok(_) => panic!("started with a component whose state is missing"),
+    }
+}
+
+#[tokio::test]
+async fn a31_resources_templates_and_prompts_taking_a_missing_state_stop_the_start() {
+    let who = |State(who): State<Who>| async move { who.0 };
+    let server = Server::new("resources");
+    server
+        .add_resource(mcpkit::ResourceDef::new("who://me", who))
+        .expect("resource");
+    assert_eq!(missing_state(&server).await, "who://me");
+    let server = Server::new("templates");
+    server
+        .add_resource(mcpkit::ResourceDef::new("who://{name}", who))
+        .expect("template");
+    assert_eq!(missing_state(&server).await, "who://{name}");
+    let server = Server::new("prompts");
+    server
+        .add_prompt(mcpkit::PromptDef::new("who", who))
+        .expect("prompt");
+    assert_eq!(missing_state(&server).await, "who");
+    // Given the state, each starts.
+    server.insert_state(Who("me".into()));
+    server.start().await.expect("start").stop().await;
+}
+
 // ------------------------------------------------------------------------------ A35-A39
 
 #[tokio::test]

@@ -384,14 +384,15 @@ pub enum ServerError {
         /// The tasks extension identifier.
         id: &'static str,
     },
-    /// A tool takes `State<T>` but its server has no state of that type.
+    /// A tool (or resource, template, prompt) takes `State<T>` but its server has no state
+    /// of that type.
     #[error(
-        "tool '{tool}' of server '{server}' takes `State<{type_name}>`, but the server has no state of that type: add it with `server.insert_state(...)` before the server starts (in a start hook at the latest)"
+        "'{tool}' of server '{server}' takes `State<{type_name}>`, but the server has no state of that type: add it with `server.insert_state(...)` before the server starts (in a start hook at the latest)"
     )]
     MissingState {
-        /// The server the tool is registered on.
+        /// The server the component is registered on.
         server: String,
-        /// The tool, as that server names it.
+        /// The tool or prompt name, or the resource's URI (template), as that server knows it.
         tool: String,
         /// The state type.
         type_name: &'static str,

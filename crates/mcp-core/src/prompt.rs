@@ -143,6 +143,8 @@ pub struct PromptDef {
     pub(crate) input_schema: JsonObject,
     pub(crate) arguments: Option<Vec<PromptArgument>>,
     pub(crate) render: Arc<RenderFn>,
+    /// The server state the handler's parameters need.
+    pub(crate) needs: Vec<crate::StateNeed>,
     pub(crate) requirement: Requirement,
     pub(crate) completers: Completers,
 }
@@ -175,6 +177,7 @@ impl PromptDef {
             input_schema: H::input_schema(),
             arguments: None,
             render: Arc::new(render),
+            needs: H::needs(),
             completers: Completers::new(),
         }
     }
@@ -244,6 +247,8 @@ pub(crate) struct RegisteredPrompt {
     pub(crate) listing: Prompt,
     pub(crate) input_schema: Arc<JsonObject>,
     pub(crate) render: Arc<RenderFn>,
+    /// The server state the handler's parameters need.
+    pub(crate) needs: Vec<crate::StateNeed>,
     pub(crate) requirement: Requirement,
     pub(crate) completers: Completers,
 }
@@ -269,6 +274,7 @@ impl RegisteredPrompt {
             listing,
             input_schema: Arc::new(def.input_schema),
             render: def.render,
+            needs: def.needs,
             requirement: def.requirement,
             completers: def.completers,
         }

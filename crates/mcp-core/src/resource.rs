@@ -251,6 +251,8 @@ pub struct ResourceDef {
     pub(crate) version: Option<String>,
     pub(crate) input_schema: JsonObject,
     pub(crate) read: Arc<ReadFn>,
+    /// The server state the handler's parameters need.
+    pub(crate) needs: Vec<crate::StateNeed>,
     pub(crate) requirement: Requirement,
     pub(crate) completers: Completers,
 }
@@ -288,6 +290,7 @@ impl ResourceDef {
             version: None,
             input_schema: H::input_schema(),
             read: Arc::new(read),
+            needs: H::needs(),
             requirement: Requirement::none(),
             completers: Completers::new(),
         }
@@ -394,6 +397,8 @@ pub(crate) struct ResourceCore {
     pub(crate) version: Option<Version>,
     pub(crate) input_schema: Arc<JsonObject>,
     pub(crate) read: Arc<ReadFn>,
+    /// The server state the handler's parameters need.
+    pub(crate) needs: Vec<crate::StateNeed>,
     pub(crate) requirement: Requirement,
 }
 
@@ -414,6 +419,7 @@ impl ResourceCore {
             version,
             input_schema: Arc::new(def.input_schema),
             read: def.read,
+            needs: def.needs,
             requirement: def.requirement,
         };
         (core, def.size)

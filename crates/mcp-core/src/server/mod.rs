@@ -1638,7 +1638,8 @@ impl Server {
         Ok(running)
     }
 
-    /// The first tool of this tree that takes a `State<T>` its server does not have.
+    /// The first tool, resource, template or prompt of this tree that takes a `State<T>` its
+    /// server does not have.
     fn missing_state(&self) -> Option<ServerError> {
         for server in self.tree() {
             let state = server
@@ -1646,16 +1647,29 @@ impl Server {
                 .state
                 .read()
                 .unwrap_or_else(PoisonError::into_inner);
+            let mut users: Vec<(String, Vec<crate::StateNeed>)> = Vec::new();
             for tool in server.inner.tools.load().iter() {
-                if let Some(need) = tool
-                    .invoke
-                    .needs()
+                users.push((tool.name.to_string(), tool.invoke.needs()));
+            }
+            for resource in server.inner.resources.load().iter() {
+                let core = &resource.core;
+                users.push((core.key.to_string(), core.needs.clone()));
+            }
+            for template in server.inner.templates.load().iter() {
+                let core = &template.core;
+                users.push((core.key.to_string(), core.needs.clone()));
+            }
+            for prompt in server.inner.prompts.load().iter() {
+                users.push((prompt.name.to_string(), prompt.needs.clone()));
+            }
+            for (user, needs) in users {
+                if let Some(need) = needs
                     .into_iter()
                     .find(|need| !state.contains_key(&need.type_id))
                 {
                     return Some(ServerError::MissingState {
                         server: server.name().to_owned(),
-                        tool: tool.name.to_string(),
+                        tool: user,
                         type_name: need.type_name,
                     });
                 }
