@@ -27,13 +27,24 @@ async fn raw(server: &RedisServer) -> redis::aio::MultiplexedConnection {
         .expect("connect")
 }
 
-/// How many `EVALSHA` calls Redis has served since its counters were reset.
-async fn evalsha_calls(redis: &mut redis::aio::MultiplexedConnection) -> u64 {
-    let stats: String = redis::cmd("INFO")
-        .arg("commandstats")
+/// Runs the command `args` on `redis` and reads its reply as `T`.
+async fn command<T: redis::FromRedisValue>(
+    redis: &mut redis::aio::MultiplexedConnection,
+    args: &[&str],
+) -> T {
+    let mut command = redis::cmd(args[0]);
+    for arg in &args[1..] {
+        command.arg(*arg);
+    }
+    command
         .query_async(redis)
         .await
-        .expect("INFO");
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+/// How many `EVALSHA` calls Redis has served since its counters were reset.
+async fn evalsha_calls(redis: &mut redis::aio::MultiplexedConnection) -> u64 {
+    let stats: String = command(redis, &["INFO", "commandstats"]).await;
     stats
         .lines()
         .find_map(|line| line.strip_prefix("cmdstat_evalsha:calls="))
@@ -52,11 +63,7 @@ async fn calls_made_at_once_share_script_calls_and_keep_their_own_answers() {
             .expect("connect"),
     );
     let mut redis = raw(&server).await;
-    let _: () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query_async(&mut redis)
-        .await
-        .expect("RESETSTAT");
+    let _: () = command(&mut redis, &["CONFIG", "RESETSTAT"]).await;
     // 200 submits at once, over a limit of 150: the first 150 are accepted, the rest are
     // refused, each with its own answer, though they went in a few script calls.
     let submits = (0..200).map(|i| {
@@ -218,11 +225,7 @@ async fn a_waiting_claim_is_woken_by_a_release_and_nothing_wakes_nobody() {
     let quiet = task("auth:a");
     backend.submit(quiet.clone()).await.expect("submit");
     backend.release(&owner, &quiet.id).await.expect("release");
-    let wakeups: u64 = redis::cmd("XLEN")
-        .arg(format!("{prefix}:w"))
-        .query_async(&mut redis)
-        .await
-        .expect("XLEN");
+    let wakeups: u64 = command(&mut redis, &["XLEN", &format!("{prefix}:w")]).await;
     assert_eq!(wakeups, 0, "wake-ups without a waiting claim");
     let worker = WorkerId::new();
     let first = backend
@@ -239,11 +242,7 @@ async fn a_waiting_claim_is_woken_by_a_release_and_nothing_wakes_nobody() {
     };
     // The claim has found nothing and says it waits.
     loop {
-        let flagged: bool = redis::cmd("EXISTS")
-            .arg(format!("{prefix}:wt"))
-            .query_async(&mut redis)
-            .await
-            .expect("EXISTS");
+        let flagged: bool = command(&mut redis, &["EXISTS", &format!("{prefix}:wt")]).await;
         if flagged {
             break;
         }
@@ -276,11 +275,7 @@ async fn scripts_redis_lost_are_loaded_again() {
     let first = task("auth:a");
     backend.submit(first.clone()).await.expect("submit");
     let mut redis = raw(&server).await;
-    let _: () = redis::cmd("SCRIPT")
-        .arg("FLUSH")
-        .query_async(&mut redis)
-        .await
-        .expect("SCRIPT FLUSH");
+    let _: () = command(&mut redis, &["SCRIPT", "FLUSH"]).await;
     // Batched, and alone: each script is loaded again and the call goes through.
     backend.release(&owner, &first.id).await.expect("release");
     let second = task("auth:a");
