@@ -32,7 +32,7 @@ use std::{
 };
 
 use clap::Parser;
-use mcpkit::{
+use ferrymcp::{
     Args, BoxFuture, Context, HttpConfig, HttpServer, InputRequired, LogLevel, Outcome, PromptDef,
     ResourceDef, Server, ServerError, ToolDef, ToolError, ToolHandler,
     completion::Completion,
@@ -46,7 +46,7 @@ use serde::{Deserialize, de::DeserializeOwned};
 use serde_json::{Value, json};
 
 #[derive(Parser, Debug)]
-#[command(about = "mcpkit's fixture server for the official MCP conformance suite")]
+#[command(about = "ferrymcp's fixture server for the official MCP conformance suite")]
 struct Cli {
     /// Serve Streamable HTTP on this address, at /mcp (port 0 picks a free port).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
@@ -966,7 +966,7 @@ fn resources_and_prompts(server: &Server) -> Result<(), ServerError> {
 
 /// The whole fixture server, with the tasks extension on.
 fn conformance_server() -> Result<Server, Box<dyn std::error::Error>> {
-    let server = Server::new("mcpkit-conformance").with_version(env!("CARGO_PKG_VERSION"));
+    let server = Server::new("ferrymcp-conformance").with_version(env!("CARGO_PKG_VERSION"));
     tools(&server)?;
     task_tools(&server)?;
     resources_and_prompts(&server)?;

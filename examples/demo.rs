@@ -46,7 +46,7 @@
 use std::{net::SocketAddr, time::Duration};
 
 use clap::{Parser, Subcommand};
-use mcpkit::{
+use ferrymcp::{
     Args, Context, HttpConfig, HttpServer, InputRequired, Json, LogLevel, MountOptions, Outcome,
     PromptDef, ResourceDef, Server, ServerError, StdioConfig, ToolDef, ToolError,
     auth::{
@@ -60,7 +60,7 @@ use mcpkit::{
 use serde::Deserialize;
 
 #[derive(Parser, Debug)]
-#[command(about = "The mcpkit demo server")]
+#[command(about = "The ferrymcp demo server")]
 struct Cli {
     /// Serve one client over stdin/stdout (the default).
     #[arg(long, conflicts_with = "http")]
@@ -234,7 +234,7 @@ async fn ask_name(cx: Context) -> Result<Outcome<String>, ToolError> {
 }
 
 async fn readme() -> &'static str {
-    "# mcpkit demo\n\nTools: add, parent_tool, sleep_task, required_task, ask_name and the \
+    "# ferrymcp demo\n\nTools: add, parent_tool, sleep_task, required_task, ask_name and the \
      child's multiply and echo. Resource templates: users://child/{id}/profile. Prompts: \
      child_greet."
 }
@@ -284,7 +284,7 @@ fn demo_server(config: TasksConfig, auth: bool) -> Result<Server, ServerError> {
 
     let parent = Server::new("demo")
         .with_version(env!("CARGO_PKG_VERSION"))
-        .with_instructions("A demo of mcpkit: arithmetic, a sleeper, and a mounted child.");
+        .with_instructions("A demo of ferrymcp: arithmetic, a sleeper, and a mounted child.");
     parent.add_tool(ToolDef::new("add", add).description("Adds two integers"))?;
     parent.add_tool(
         ToolDef::new("parent_tool", parent_tool)
@@ -354,7 +354,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         eprintln!(
             "worker {} running tasks from {}",
             worker.id().as_str(),
-            mcpkit::tasks::redacted_url(&config.url)
+            ferrymcp::tasks::redacted_url(&config.url)
         );
         worker.run_until_signal().await;
         return Ok(());
@@ -398,7 +398,7 @@ fn resource_server(
         ResourceServer::new(audience, CachedVerifier::new(verifier))?
             .authorization_server(issuer)?
             .scopes_supported(["child"])
-            .resource_name("mcpkit demo"),
+            .resource_name("ferrymcp demo"),
     )
 }
 
@@ -491,7 +491,7 @@ async fn once_task(
 async fn confirm_task(
     cx: Context,
     Args(Value { value }): Args<Value>,
-) -> Result<mcpkit::Outcome<i64>, ToolError> {
+) -> Result<ferrymcp::Outcome<i64>, ToolError> {
     let confirmed = cx
         .input_responses()
         .and_then(|answers| answers.get("confirm").cloned())
@@ -503,7 +503,7 @@ async fn confirm_task(
                 .map(str::to_owned)
         });
     match confirmed {
-        Some(_) => Ok(mcpkit::Outcome::Done(
+        Some(_) => Ok(ferrymcp::Outcome::Done(
             value.checked_mul(2).ok_or_else(overflow)?,
         )),
         None => {
@@ -520,8 +520,8 @@ async fn confirm_task(
                 }
             }))
             .map_err(|e| ToolError::new(format!("building the input request: {e}")))?;
-            Ok(mcpkit::Outcome::InputRequired(
-                mcpkit::InputRequired::new().request("confirm", request),
+            Ok(ferrymcp::Outcome::InputRequired(
+                ferrymcp::InputRequired::new().request("confirm", request),
             ))
         }
     }
@@ -531,7 +531,7 @@ fn add_distributed_demo_tools(parent: &Server) -> Result<(), ServerError> {
     parent.add_tool(
         ToolDef::new("count_task", count_task)
             .description("Records a run of `key` (idempotent)")
-            .annotations(mcpkit::types::ToolAnnotations::new().idempotent(true))
+            .annotations(ferrymcp::types::ToolAnnotations::new().idempotent(true))
             .task(true),
     )?;
     parent.add_tool(

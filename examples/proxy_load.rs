@@ -1,11 +1,11 @@
 //! A load driver for the proxy hop: `tools/call` over Streamable HTTP, straight to a server
-//! and through an `mcp-proxy` gateway in front of that same server, side by side in one run.
+//! and through an `ferrymcp-proxy` gateway in front of that same server, side by side in one run.
 //! See the "Proxy hop" section of BENCHMARKS.md.
 //!
 //! ```text
 //! cargo run --release --example proxy_load
 //! cargo run --release --example proxy_load -- --calls 5000 --concurrency 32 --seconds 5
-//! cargo run --release --example proxy_load --features mimalloc   # mcp-gateway's allocator
+//! cargo run --release --example proxy_load --features mimalloc   # ferrymcp-gateway's allocator
 //! ```
 //!
 //! The upstream is an in-process `Server` with `add(a, b)`, served by `HttpServer` on
@@ -31,12 +31,12 @@ use std::{
 };
 
 use clap::Parser;
-use mcp_proxy::{HttpTarget, ProxyServer, RequestOptions, Upstream};
-use mcpkit::{Args, CancellationToken, HttpConfig, HttpServer, Server, ToolDef, ToolError};
+use ferrymcp::{Args, CancellationToken, HttpConfig, HttpServer, Server, ToolDef, ToolError};
+use ferrymcp_proxy::{HttpTarget, ProxyServer, RequestOptions, Upstream};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-/// With `--features mimalloc`, the allocator `mcp-gateway` ships with.
+/// With `--features mimalloc`, the allocator `ferrymcp-gateway` ships with.
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -44,7 +44,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
 #[derive(Parser, Debug, Clone)]
-#[command(about = "tools/call over HTTP: direct vs through an mcp-proxy gateway")]
+#[command(about = "tools/call over HTTP: direct vs through an ferrymcp-proxy gateway")]
 struct Cli {
     /// Sequential calls in the 1-caller rows.
     #[arg(long, default_value_t = 5000)]

@@ -27,7 +27,7 @@ use std::{
 };
 
 use clap::Parser;
-use mcpkit::{
+use ferrymcp::{
     Args, HttpConfig, HttpServer, Server, State, ToolDef,
     tasks::{TasksConfig, TasksExtension},
 };
@@ -160,7 +160,7 @@ async fn poll_one(url: String, n: usize, ms: u64, interval: Duration, done: Fini
 async fn push_one(url: String, n: usize, ms: u64, done: Finished) -> Sample {
     let client = reqwest::Client::new();
     let id = create(&client, &url, n, ms).await;
-    let mut listen = test_helpers::http::Listen::open(
+    let mut listen = ferrymcp_test_helpers::http::Listen::open(
         &url,
         json!({"taskIds": [id]}),
         json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}),

@@ -39,8 +39,7 @@ use std::{
 };
 
 use clap::Parser;
-use futures::StreamExt as _;
-use mcpkit::{
+use ferrymcp::{
     Args, Server, ToolDef,
     tasks::{
         TasksConfig, Worker,
@@ -54,6 +53,7 @@ use mcpkit::{
     },
     types::{InputResponses, TaskStatus},
 };
+use futures::StreamExt as _;
 use serde::Deserialize;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt as _, BufReader};
@@ -111,7 +111,7 @@ fn new_task(i: usize) -> NewTask {
     arguments.insert("a".into(), (i as i64).into());
     arguments.insert("b".into(), 3.into());
     NewTask {
-        id: mcpkit::tasks::new_task_id(),
+        id: ferrymcp::tasks::new_task_id(),
         owner: Owner::of(None),
         caller: "anon:load".to_owned(),
         tool: "multiply".into(),

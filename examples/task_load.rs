@@ -42,14 +42,14 @@ use std::{
 };
 
 use clap::Parser;
-use mcpkit::{
+use ferrymcp::{
     Args, HttpConfig, HttpServer, RequestScope, Server, ToolCall, ToolDef, ToolError,
     tasks::{TasksConfig, TasksExtension},
     types::{CallToolResponse, ProtocolVersion, TaskStatus},
 };
+use ferrymcp_test_helpers::tasks::{TaskClient, opted_in_scope};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use test_helpers::tasks::{TaskClient, opted_in_scope};
 use tokio::sync::{
     broadcast::{self, error::RecvError},
     oneshot,

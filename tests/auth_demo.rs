@@ -1,17 +1,17 @@
 //! The demo as an OAuth resource server, end to end (issue 13): the demo process with
 //! `--auth-issuer`/`--auth-audience`, a real authorization server (oidc-provider, started by
-//! `test_helpers::auth_server`), real HTTP. Bad tokens of every kind are refused with 401,
+//! `ferrymcp_test_helpers::auth_server`), real HTTP. Bad tokens of every kind are refused with 401,
 //! a missing scope gets 403 and the same call with it succeeds.
 
 mod common;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde_json::{Value, json};
-use test_helpers::{
+use ferrymcp_test_helpers::{
     auth_server::{AuthServer, CLIENT_A, CLIENT_B},
     http::post_2026_to,
 };
+use serde_json::{Value, json};
 
 /// The demo with OAuth on; its audience is its own URL.
 async fn authed_demo(auth: &AuthServer) -> common::DemoHttp {

@@ -5,16 +5,16 @@
 
 mod common;
 
-use mcp_proxy::gateway::GatewayConfig;
-use mcpkit::HttpServer;
-use serde_json::{Value, json};
-use test_helpers::{
+use ferrymcp::HttpServer;
+use ferrymcp_proxy::gateway::GatewayConfig;
+use ferrymcp_test_helpers::{
     auth_server::{AuthServer, CLIENT_A, CLIENT_B, SECRET_B},
     http::post_2026_to,
 };
+use serde_json::{Value, json};
 
 /// The environment variable the gateway reads its exchange client's secret from.
-const SECRET_ENV: &str = "MCPKIT_AUTH_GATEWAY_TEST_SECRET";
+const SECRET_ENV: &str = "FERRYMCP_AUTH_GATEWAY_TEST_SECRET";
 
 async fn post(url: &str, token: Option<&str>, method: &str, params: Value) -> (u16, Value) {
     let answer = post_2026_to(url, token, method, params, json!({})).await;

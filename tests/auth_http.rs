@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use mcpkit::{
+use ferrymcp::{
     Context, HttpConfig, HttpServer, MountOptions, Server, ToolDef,
     auth::{
         Principal, ResourceServer,
@@ -53,7 +53,7 @@ struct Served {
     url: String,
     client: reqwest::Client,
     stop: tokio::sync::oneshot::Sender<()>,
-    serving: tokio::task::JoinHandle<Result<(), mcpkit::ServerError>>,
+    serving: tokio::task::JoinHandle<Result<(), ferrymcp::ServerError>>,
 }
 
 impl Served {

@@ -9,12 +9,12 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
-use test_helpers::{
+use ferrymcp_test_helpers::{
     auth_server::{AuthServer, CLIENT_A, CLIENT_B},
     http::post_2026_to,
     redis::RedisServer,
 };
+use serde_json::{Value, json};
 
 /// How long a task may take to complete on the shared Redis.
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -85,7 +85,7 @@ async fn au19_au20_two_principals_tasks_through_two_replicas_on_redis() {
 
     // At rest: neither the owner nor the caller in plaintext; the owner tagged under the
     // new key.
-    let sealer = mcpkit::tasks::sealing::Sealer::from_base64(KEYS).expect("the keys");
+    let sealer = ferrymcp::tasks::sealing::Sealer::from_base64(KEYS).expect("the keys");
     let fields = stored_task(&queue, &id).await;
     assert!(!fields.is_empty(), "the task is stored");
     for (field, value) in &fields {

@@ -6,7 +6,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use mcpkit::{
+use ferrymcp::{
     MountOptions, Server, ToolCall, ToolDef,
     auth::{BearerToken, Principal},
     tasks::TasksExtension,
@@ -15,8 +15,8 @@ use mcpkit::{
         TaskStatus,
     },
 };
+use ferrymcp_test_helpers::tasks::{TERMINAL, TaskClient, opted_in_scope, running_task_server};
 use serde_json::{Value, json};
-use test_helpers::tasks::{TERMINAL, TaskClient, opted_in_scope, running_task_server};
 use tokio::sync::Notify;
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -211,7 +211,7 @@ async fn au20_the_worker_never_gets_the_submitters_raw_token() {
         .call(
             ToolCall::new("child_token")
                 .scope(
-                    mcpkit::RequestScope::new()
+                    ferrymcp::RequestScope::new()
                         .with_principal(alice())
                         .with_extension(BearerToken::new("t")),
                 )

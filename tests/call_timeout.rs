@@ -5,14 +5,14 @@
 
 use std::{sync::Arc, time::Duration};
 
-use mcpkit::{
+use ferrymcp::{
     Args, Context, Server, ToolDef,
     tasks::{TasksConfig, TasksExtension},
     types::TASKS_EXTENSION_ID,
 };
+use ferrymcp_test_helpers::http::LoopbackHttp;
+use ferrymcp_test_helpers::schema::{Spec, assert_valid};
 use serde_json::{Value, json};
-use test_helpers::http::LoopbackHttp;
-use test_helpers::schema::{Spec, assert_valid};
 use tokio::sync::Notify;
 
 const LIMIT: Duration = Duration::from_millis(200);

@@ -29,11 +29,16 @@ use std::{
     time::{Duration, Instant},
 };
 
-use futures::StreamExt as _;
-use mcpkit::types::{
+use ferrymcp::types::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, JsonObject,
     TaskPayload, UpdateTaskParams,
 };
+use ferrymcp_test_helpers::{
+    client::{TestClient, client_config},
+    fault_proxy::FaultProxy,
+    redis_persistent::{AppendFsync, PersistentRedis},
+};
+use futures::StreamExt as _;
 use rmcp::{
     ServiceError,
     model::{ErrorData, Implementation, ProtocolVersion},
@@ -41,11 +46,6 @@ use rmcp::{
     transport::StreamableHttpClientTransport,
 };
 use serde_json::{Value, json};
-use test_helpers::{
-    client::{TestClient, client_config},
-    fault_proxy::FaultProxy,
-    redis_persistent::{AppendFsync, PersistentRedis},
-};
 
 /// The lost-worker message of a failed task.
 const LOST_WORKER: &str = "the worker running this task was lost";
@@ -112,9 +112,9 @@ impl Fleet {
             LEASE.as_millis()
         );
         let ledger = std::env::temp_dir().join(format!(
-            "mcpkit-chaos-ledger-{}-{}",
+            "ferrymcp-chaos-ledger-{}-{}",
             spec.name,
-            mcpkit::tasks::new_task_id()
+            ferrymcp::tasks::new_task_id()
         ));
         let _ = std::fs::remove_file(&ledger);
         let server_args = ["--tasks-url", url.as_str(), "--no-worker"];

@@ -7,19 +7,19 @@
 
 use std::sync::{Arc, Mutex};
 
-use mcp_proxy::{HttpTarget, ProxyServer, Upstream};
-use mcpkit::{
+use ferrymcp::{
     Args, Message, Middleware, MountOptions, Next, PromptDef, Reply, RequestScope, ResourceDef,
     Server, ToolError,
     completion::{Completion, Suggestions},
     types::{ArgumentInfo, CompleteRequestParams, CompletionContext, ErrorData, Reference},
 };
-use serde_json::json;
-use test_helpers::{
+use ferrymcp_proxy::{HttpTarget, ProxyServer, Upstream};
+use ferrymcp_test_helpers::{
     client::{Lifecycle, connect},
     http::LoopbackHttp,
     schema::{Spec, assert_valid},
 };
+use serde_json::json;
 
 const CITIES: &[&str] = &["paris", "park city", "porto", "prague", "rome"];
 

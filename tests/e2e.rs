@@ -4,13 +4,13 @@
 
 mod common;
 
-use mcpkit::types::{CallToolRequestParams, CallToolResponse, JsonObject};
-use rmcp::{ServiceError, transport::StreamableHttpClientTransport};
-use serde_json::{Value, json};
-use test_helpers::{
+use ferrymcp::types::{CallToolRequestParams, CallToolResponse, JsonObject};
+use ferrymcp_test_helpers::{
     client::{Lifecycle, TestClient, connect},
     wire::WireLog,
 };
+use rmcp::{ServiceError, transport::StreamableHttpClientTransport};
+use serde_json::{Value, json};
 
 const EXPECTED_TOOLS: [&str; 10] = [
     "add",

@@ -8,18 +8,18 @@
 
 mod common;
 
-use mcpkit::types::{
+use ferrymcp::types::{
     CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
     InputResponses, JsonObject, ReadResourceRequestParams, ReadResourceResponse, ResourceContents,
+};
+use ferrymcp_test_helpers::{
+    client::{ClientEvent, Lifecycle, RecordingClient, connect_with},
+    wire::WireLog,
 };
 use rmcp::{
     RoleClient, ServiceError, service::RunningService, transport::StreamableHttpClientTransport,
 };
 use serde_json::{Value, json};
-use test_helpers::{
-    client::{ClientEvent, Lifecycle, RecordingClient, connect_with},
-    wire::WireLog,
-};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 type Client = RunningService<RoleClient, RecordingClient>;
@@ -92,7 +92,7 @@ async fn surface(client: &Client, legacy: bool) {
             .await
             .expect("read the readme"),
     );
-    assert!(readme.starts_with("# mcpkit demo"), "{readme}");
+    assert!(readme.starts_with("# ferrymcp demo"), "{readme}");
     let profile = read_text(
         read(client, "users://child/7/profile")
             .await

@@ -10,18 +10,18 @@ use std::{
     time::{Duration, Instant},
 };
 
-use mcpkit::types::{
+use ferrymcp::types::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CreateTaskResult, ErrorCode,
     ErrorData, GetTaskParams, GetTaskResult, JsonObject, TASKS_EXTENSION_ID, TaskPayload,
     TaskStatus, UpdateTaskParams,
 };
-use rmcp::{ServiceError, transport::StreamableHttpClientTransport};
-use serde_json::{Value, json};
-use test_helpers::{
+use ferrymcp_test_helpers::{
     client::{Lifecycle, TestClient, connect},
     schema::{Spec, assert_valid},
     wire::{WireCounts, WireLog},
 };
+use rmcp::{ServiceError, transport::StreamableHttpClientTransport};
+use serde_json::{Value, json};
 
 /// How long a poll loop may run before the test gives up: generous, only there so a broken
 /// server fails the test instead of hanging it.
@@ -300,7 +300,7 @@ async fn ask_name_task_with_input_round(client: TestClient, log: WireLog) {
     let request = serde_json::to_value(&input_requests[&keys[0]]).expect("a request");
     assert_eq!(request["method"], "elicitation/create", "{request}");
 
-    let mut answers = mcpkit::types::InputResponses::new();
+    let mut answers = ferrymcp::types::InputResponses::new();
     answers.insert(
         keys[0].clone(),
         json!({"action": "accept", "content": {"name": "Ada"}}),

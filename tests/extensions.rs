@@ -10,7 +10,7 @@ use std::{
 };
 
 use async_trait::async_trait;
-use mcpkit::{
+use ferrymcp::{
     Args, BoxError, CallTool, CancellationToken, Context, CurrentServer, Extension, Message,
     Middleware, Next, Reply, RequestScope, Server, ServerError, State, ToolCallNext, ToolDef,
     types::{

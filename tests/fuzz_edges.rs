@@ -1,12 +1,12 @@
 //! Fuzzing the edges (issue 12): the stdio message decoder and the HTTP body path take
-//! seeded hostile input from `test_helpers::fuzz` — not UTF-8, not JSON, the wrong types,
+//! seeded hostile input from `ferrymcp_test_helpers::fuzz` — not UTF-8, not JSON, the wrong types,
 //! deep nesting, huge values, unknown methods and notifications, before and after the
 //! handshake — and after every input a probe call must still be answered correctly. At the
 //! end every input that was a request must have been answered, and nothing may have
 //! panicked.
 //!
-//! Each target runs for `MCPKIT_FUZZ_SECONDS` (default 3; `.ci/run` runs 60) from the seed
-//! `MCPKIT_FUZZ_SEED` (default: from the clock, printed, so a failure can be replayed).
+//! Each target runs for `FERRYMCP_FUZZ_SECONDS` (default 3; `.ci/run` runs 60) from the seed
+//! `FERRYMCP_FUZZ_SEED` (default: from the clock, printed, so a failure can be replayed).
 
 use std::{
     collections::HashMap,
@@ -17,14 +17,14 @@ use std::{
     time::{Duration, Instant},
 };
 
-use mcpkit::{
+use ferrymcp::{
     Args, HttpConfig, HttpServer, PromptDef, ResourceDef, Server, StdioConfig, ToolDef,
     tasks::{TasksConfig, TasksExtension},
 };
+use ferrymcp_test_helpers::fuzz::{FuzzInput, MessageFuzzer, PROBE_ID_PREFIX};
 use rand::{RngExt as _, SeedableRng as _, rngs::StdRng};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use test_helpers::fuzz::{FuzzInput, MessageFuzzer, PROBE_ID_PREFIX};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 
 /// How long a request may take to be answered before the harness calls it lost.
@@ -49,7 +49,7 @@ fn count_panics() {
 }
 
 fn budget() -> Duration {
-    let seconds = std::env::var("MCPKIT_FUZZ_SECONDS")
+    let seconds = std::env::var("FERRYMCP_FUZZ_SECONDS")
         .ok()
         .and_then(|s| s.trim().parse::<f64>().ok())
         .unwrap_or(3.0);
@@ -57,7 +57,7 @@ fn budget() -> Duration {
 }
 
 fn seed(target: &str) -> u64 {
-    let seed = std::env::var("MCPKIT_FUZZ_SEED")
+    let seed = std::env::var("FERRYMCP_FUZZ_SEED")
         .ok()
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or_else(|| {
@@ -66,7 +66,7 @@ fn seed(target: &str) -> u64 {
                 .map(|d| d.as_nanos() as u64)
                 .unwrap_or(1)
         });
-    eprintln!("fuzz {target}: seed {seed} (replay with MCPKIT_FUZZ_SEED={seed})");
+    eprintln!("fuzz {target}: seed {seed} (replay with FERRYMCP_FUZZ_SEED={seed})");
     seed
 }
 

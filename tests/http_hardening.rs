@@ -7,7 +7,7 @@ mod common;
 
 use std::{sync::Arc, time::Duration};
 
-use mcpkit::{HttpConfig, HttpServer, Server, ServerError, ToolDef};
+use ferrymcp::{HttpConfig, HttpServer, Server, ServerError, ToolDef};
 use serde_json::{Value, json};
 use tokio::{
     io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader},

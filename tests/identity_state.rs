@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use base64::Engine as _;
-use mcpkit::{
+use ferrymcp::{
     Args, Context, InputRequired, Outcome, Server, ToolDef,
     auth::Principal,
     tasks::{TasksConfig, TasksExtension},
@@ -101,7 +101,7 @@ fn principal_of(headers: &axum::http::HeaderMap) -> Option<Principal> {
 struct Http {
     url: String,
     client: reqwest::Client,
-    _running: mcpkit::RunningServer,
+    _running: ferrymcp::RunningServer,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
@@ -116,7 +116,7 @@ impl Drop for Http {
 async fn serve(server: Server) -> Http {
     let running = server.start().await.expect("start");
     let router = server
-        .http_router(&mcpkit::HttpConfig::new())
+        .http_router(&ferrymcp::HttpConfig::new())
         .expect("the default HTTP configuration is valid")
         .layer(axum::middleware::from_fn(principal_from_headers));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use mcpkit::{
+use ferrymcp::{
     Context, InputRequired, Outcome, PromptDef, ResourceDef, Server, ToolCall, ToolDef,
     tasks::TasksExtension,
     types::{
@@ -12,12 +12,12 @@ use mcpkit::{
         InputRequest, InputResponses, ReadResourceRequestParams, ReadResourceResponse, TaskStatus,
     },
 };
-use rmcp::{RoleClient, ServiceError, service::RunningService};
-use serde_json::{Value, json};
-use test_helpers::{
+use ferrymcp_test_helpers::{
     client::{Lifecycle, RecordingClient, connect_with},
     tasks::{TERMINAL, TaskClient},
 };
+use rmcp::{RoleClient, ServiceError, service::RunningService};
+use serde_json::{Value, json};
 
 fn ask() -> InputRequest {
     serde_json::from_value(json!({
@@ -107,7 +107,7 @@ async fn the_same_tool_code_runs_an_input_round_synchronously_and_as_a_task() {
         panic!("expected an input round, got {first:?}")
     };
     assert_eq!(round.request_state.as_deref(), Some("round-1"));
-    let scope = mcpkit::RequestScope::new().with_input(ada(), round.request_state);
+    let scope = ferrymcp::RequestScope::new().with_input(ada(), round.request_state);
     let done = server
         .call(ToolCall::new("greet").scope(scope))
         .await

@@ -10,15 +10,15 @@
 //! | official conformance suite `sep-2164-resource-not-found` | an unknown resource's error had no `data.uri` |
 //! | FastMCP's Python client 4.1.7 (`fastmcp_tasks`), any task over HTTP | it sends no `Mcp-Name` on `tasks/*`, which was refused with `-32020`, so no task could be polled |
 
-use mcpkit::{
+use ferrymcp::{
     Context, InputRequired, Outcome, PromptDef, ResourceDef, Server, ToolDef, ToolError,
     types::{CallToolResult, GetPromptResult, InputRequest, ReadResourceResult},
 };
-use serde_json::{Value, json};
-use test_helpers::{
+use ferrymcp_test_helpers::{
     http::LoopbackHttp,
     schema::{Spec, assert_valid},
 };
+use serde_json::{Value, json};
 
 /// A server on a loopback port and a raw client for it.
 struct Http(LoopbackHttp);
@@ -183,7 +183,7 @@ async fn fastmcp_client_tasks_get_without_mcp_name() {
         .add_tool(ToolDef::new("now", || async { "done" }).task(true))
         .expect("tool");
     server
-        .add_extension(mcpkit::tasks::TasksExtension::new())
+        .add_extension(ferrymcp::tasks::TasksExtension::new())
         .expect("the tasks extension");
     let http = Http::serve(server).await;
     let opt_in = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});

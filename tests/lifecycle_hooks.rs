@@ -16,17 +16,17 @@ use std::{
 };
 
 use async_trait::async_trait;
-use mcpkit::{
+use ferrymcp::{
     Context, Discover, Initialize, Message, Middleware, Next, Reply, Server, ToolDef,
     tasks::TasksExtension,
     types::{DiscoverResult, ErrorData, GetTaskResult, InitializeResult, JsonObject, TaskPayload},
 };
-use serde_json::json;
-use test_helpers::{
+use ferrymcp_test_helpers::{
     client::{InMemory, Lifecycle, in_memory},
     reply,
     tasks::{call_tool_without_optin, run_task, running_task_server},
 };
+use serde_json::json;
 use tokio::sync::Notify;
 
 /// How long a test waits for a hook that should fire; only there so a broken server fails

@@ -5,8 +5,8 @@ mod common;
 
 use std::collections::HashMap;
 
+use ferrymcp_test_helpers::schema::{Spec, assert_valid};
 use serde_json::{Value, json};
-use test_helpers::schema::{Spec, assert_valid};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// Sends raw lines to the demo over stdio and collects every answer.

@@ -10,7 +10,7 @@ use std::sync::{
 };
 
 use async_trait::async_trait;
-use mcpkit::{
+use ferrymcp::{
     Args, CallTool, Context, CurrentServer, Extension, ListTools, Middleware, Next, Server,
     ToolCall, ToolCallNext, ToolDef, ToolError, ToolInfo,
     types::{
@@ -19,8 +19,8 @@ use mcpkit::{
     },
     version::{Version, VersionSpec},
 };
+use ferrymcp_test_helpers::middleware::{CallTrace, HookRecorder, Log};
 use serde_json::{Value, json};
-use test_helpers::middleware::{CallTrace, HookRecorder, Log};
 
 // ------------------------------------------------------------------------------ helpers
 
@@ -1028,7 +1028,7 @@ impl Middleware for KeepContext {
 #[tokio::test]
 async fn b26_e23_context_in_a_mounted_foreground_call_is_bound_to_each_level() {
     let seen: Arc<Mutex<Vec<Context>>> = Arc::default();
-    let in_tool: Arc<Mutex<Vec<(Context, mcpkit::Server)>>> = Arc::default();
+    let in_tool: Arc<Mutex<Vec<(Context, ferrymcp::Server)>>> = Arc::default();
 
     let grandchild = Server::new("grandchild");
     let keep = in_tool.clone();

@@ -3,14 +3,14 @@
 //! the behavior IDs they cover.
 
 use async_trait::async_trait;
-use mcpkit::{
+use ferrymcp::{
     Args, GetPrompt, ListPrompts, ListResourceTemplates, ListResources, Middleware, Next,
     PromptGet, PromptInfo, ReadResource, ResourceDef, ResourceInfo, ResourceRead, Server,
     TemplateInfo,
     types::{ErrorData, GetPromptResponse, JsonObject, ReadResourceResponse},
 };
+use ferrymcp_test_helpers::middleware::{HookRecorder, Log};
 use serde::Deserialize;
-use test_helpers::middleware::{HookRecorder, Log};
 
 #[derive(Deserialize, schemars::JsonSchema)]
 struct Id {
@@ -264,7 +264,7 @@ async fn b06_list_hooks_filter_resources_templates_and_prompts() {
         ))
         .unwrap();
     server
-        .add_prompt(mcpkit::PromptDef::new("public_prompt", || async { "" }).tag("public"))
+        .add_prompt(ferrymcp::PromptDef::new("public_prompt", || async { "" }).tag("public"))
         .unwrap();
     server.prompt("private_prompt", || async { "" }).unwrap();
     server.add_middleware(PublicOnly);

@@ -7,14 +7,14 @@ use std::{
     time::Duration,
 };
 
-use mcpkit::{
+use ferrymcp::{
     Args, BoxError, CallTool, Context, CurrentServer, ListTools, Middleware, MountOptions, Next,
     Server, ServerError, State, TaskConfig, ToolCall, ToolDef, ToolInfo,
     types::{CallToolResponse, ErrorData, Icon, MetaObject, TaskSupport, ToolAnnotations},
     version::{Version, VersionSpec},
 };
+use ferrymcp_test_helpers::reply::{assert_unknown_tool, result_of};
 use serde_json::{Value, json};
-use test_helpers::reply::{assert_unknown_tool, result_of};
 
 #[path = "support/tree.rs"]
 mod support;
@@ -952,17 +952,17 @@ async fn a31_resources_templates_and_prompts_taking_a_missing_state_stop_the_sta
     let who = |State(who): State<Who>| async move { who.0 };
     let server = Server::new("resources");
     server
-        .add_resource(mcpkit::ResourceDef::new("who://me", who))
+        .add_resource(ferrymcp::ResourceDef::new("who://me", who))
         .expect("resource");
     assert_eq!(missing_state(&server).await, "who://me");
     let server = Server::new("templates");
     server
-        .add_resource(mcpkit::ResourceDef::new("who://{name}", who))
+        .add_resource(ferrymcp::ResourceDef::new("who://{name}", who))
         .expect("template");
     assert_eq!(missing_state(&server).await, "who://{name}");
     let server = Server::new("prompts");
     server
-        .add_prompt(mcpkit::PromptDef::new("who", who))
+        .add_prompt(ferrymcp::PromptDef::new("who", who))
         .expect("prompt");
     assert_eq!(missing_state(&server).await, "who");
     // Given the state, each starts.

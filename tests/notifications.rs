@@ -5,17 +5,17 @@
 
 use std::{sync::Arc, time::Duration};
 
-use mcpkit::{
+use ferrymcp::{
     Context, LogLevel, PromptDef, ResourceDef, Server, State, ToolDef,
     tasks::TasksExtension,
     types::{CallToolRequestParams, ClientRequest, ServerNotification, SubscriptionFilter},
 };
-use rmcp::{RoleClient, service::RunningService};
-use serde_json::json;
-use test_helpers::{
+use ferrymcp_test_helpers::{
     client::{ClientEvent, Lifecycle, RecordingClient, recording_in_memory},
     tasks::TaskClient,
 };
+use rmcp::{RoleClient, service::RunningService};
+use serde_json::json;
 use tokio::sync::{Notify, mpsc::UnboundedReceiver};
 
 type Client = RunningService<RoleClient, RecordingClient>;
@@ -212,10 +212,13 @@ async fn r50_inside_a_task_progress_becomes_the_status_message() {
     assert_eq!(status, "copying (1/2)");
     gate.notify_one();
     let done = tasks
-        .wait(&id, &test_helpers::tasks::TERMINAL, PATIENCE)
+        .wait(&id, &ferrymcp_test_helpers::tasks::TERMINAL, PATIENCE)
         .await
         .unwrap();
-    assert_eq!(done.task.task.status, mcpkit::types::TaskStatus::Completed);
+    assert_eq!(
+        done.task.task.status,
+        ferrymcp::types::TaskStatus::Completed
+    );
     running.stop().await;
 }
 

@@ -2,7 +2,7 @@
 //! conflicts, live links, visibility and versions. Test names start with the behavior IDs
 //! they cover.
 
-use mcpkit::{
+use ferrymcp::{
     Args, PromptDef, PromptGet, Server, ServerError,
     types::{
         ContentBlock, ErrorData, GetPromptResponse, GetPromptResult, JsonObject, PromptMessage,

@@ -1,4 +1,4 @@
-//! mcp-proxy end to end: the demo server as a real upstream (a stdio child process, and over
+//! ferrymcp-proxy end to end: the demo server as a real upstream (a stdio child process, and over
 //! HTTP), proxied through one and two hops (a gateway serving HTTP in front of another
 //! gateway). Listings, calls, errors, bad input and tasks behave as direct; proxy task ids are
 //! signed; a killed upstream gives a clear error and comes back. The first hop's wire output
@@ -12,20 +12,20 @@ use std::time::{Duration, Instant};
 
 use support::{args, call, poll_until, submit};
 
-use mcp_proxy::{
-    CommandTarget, HttpTarget, ProxyServer, ProxyTasks, Upstream, UpstreamOptions,
-    task_ids::TaskIdSigner,
-};
-use mcpkit::{
+use ferrymcp::{
     HttpConfig, HttpServer, Server,
     types::{CallToolRequestParams, ErrorCode, GetTaskParams, TaskStatus},
 };
-use rmcp::{ServiceError, transport::StreamableHttpClientTransport};
-use serde_json::{Value, json};
-use test_helpers::{
+use ferrymcp_proxy::{
+    CommandTarget, HttpTarget, ProxyServer, ProxyTasks, Upstream, UpstreamOptions,
+    task_ids::TaskIdSigner,
+};
+use ferrymcp_test_helpers::{
     client::{InMemory, Lifecycle, TestClient, connect, in_memory},
     wire::{record_http, spawn_stdio},
 };
+use rmcp::{ServiceError, transport::StreamableHttpClientTransport};
+use serde_json::{Value, json};
 
 fn demo_command() -> CommandTarget {
     CommandTarget::new(common::demo_binary().to_string_lossy()).arg("--stdio")
@@ -78,7 +78,7 @@ async fn gateway(upstream: &Upstream, namespace: &str) -> Server {
 async fn direct_client(tasks: bool) -> (TestClient, tokio::process::Child) {
     let mut command = tokio::process::Command::new(common::demo_binary());
     command.arg("--stdio");
-    let test_helpers::wire::StdioChild {
+    let ferrymcp_test_helpers::wire::StdioChild {
         child, transport, ..
     } = spawn_stdio(&mut command).expect("spawn the demo");
     let client = connect(transport, Lifecycle::Modern, tasks)
@@ -151,7 +151,7 @@ fn through(uri: &str, prefix: &str) -> String {
         .into_iter()
         .rev()
         .fold(uri.to_owned(), |uri, ns| {
-            mcpkit::uri_template::namespace_uri(&uri, ns)
+            ferrymcp::uri_template::namespace_uri(&uri, ns)
         })
 }
 
@@ -241,11 +241,11 @@ async fn surface_as_direct(direct: &TestClient, client: &TestClient, prefix: &st
 
     for uri in ["demo://readme", "users://child/7/profile", "demo://missing"] {
         let expected = direct
-            .read_resource_once(mcpkit::types::ReadResourceRequestParams::new(uri))
+            .read_resource_once(ferrymcp::types::ReadResourceRequestParams::new(uri))
             .await
             .map_err(|e| e.to_string());
         let got = client
-            .read_resource_once(mcpkit::types::ReadResourceRequestParams::new(through(
+            .read_resource_once(ferrymcp::types::ReadResourceRequestParams::new(through(
                 uri, prefix,
             )))
             .await
@@ -262,14 +262,14 @@ async fn surface_as_direct(direct: &TestClient, client: &TestClient, prefix: &st
         .unwrap_or_default();
     let expected = direct
         .get_prompt_once(
-            mcpkit::types::GetPromptRequestParams::new("child_greet")
+            ferrymcp::types::GetPromptRequestParams::new("child_greet")
                 .with_arguments(arguments.clone()),
         )
         .await
         .map_err(|e| e.to_string());
     let got = client
         .get_prompt_once(
-            mcpkit::types::GetPromptRequestParams::new(format!("{prefix}child_greet"))
+            ferrymcp::types::GetPromptRequestParams::new(format!("{prefix}child_greet"))
                 .with_arguments(arguments),
         )
         .await
@@ -374,7 +374,7 @@ async fn two_hops_behave_as_direct_and_pass_tasks_through() {
         .await
         .expect("serve hop 1");
     let url = format!("http://{}/mcp", http.local_addr());
-    let stop = mcpkit::CancellationToken::new();
+    let stop = ferrymcp::CancellationToken::new();
     let stopped = stop.clone();
     let serving = tokio::spawn(async move { http.run_until(stopped.cancelled_owned()).await });
     let recorder = record_http(&url).await.expect("recorder");
@@ -406,7 +406,7 @@ async fn two_hops_behave_as_direct_and_pass_tasks_through() {
 /// What hop 2 sent hop 1, as a client of the Tasks extension: SEP-2243's `Mcp-Method` and
 /// `Mcp-Name` on every call (R57: the `taskId` for `tasks/*`), the opt-in in the `_meta` of
 /// every `tasks/*` request (R56), and never `notifications/cancelled` for a task (R60).
-fn hop_two_posts_as_a_2026_client(posts: &[test_helpers::wire::RecordedPost]) {
+fn hop_two_posts_as_a_2026_client(posts: &[ferrymcp_test_helpers::wire::RecordedPost]) {
     let mut tasks_requests = 0;
     for post in posts {
         let method = post.body["method"].as_str().unwrap_or_default();
@@ -442,7 +442,7 @@ fn hop_two_posts_as_a_2026_client(posts: &[test_helpers::wire::RecordedPost]) {
 /// A 30 s `up_sleep_task` call, in flight on its own task.
 fn long_call(
     client: &TestClient,
-) -> tokio::task::JoinHandle<Result<mcpkit::types::CallToolResponse, ServiceError>> {
+) -> tokio::task::JoinHandle<Result<ferrymcp::types::CallToolResponse, ServiceError>> {
     let client = client.peer().clone();
     tokio::spawn(async move {
         client
@@ -456,7 +456,7 @@ fn long_call(
 
 /// The in-flight call failed with an error naming the upstream, before its timeout.
 async fn assert_fails_clearly(
-    in_flight: tokio::task::JoinHandle<Result<mcpkit::types::CallToolResponse, ServiceError>>,
+    in_flight: tokio::task::JoinHandle<Result<ferrymcp::types::CallToolResponse, ServiceError>>,
     started: Instant,
     timeout: Duration,
 ) {
@@ -604,14 +604,14 @@ async fn an_existing_rmcp_client_is_proxied() {
 }
 
 /// The next `notifications/tasks` on a listen, schema-checked, its params without `_meta`.
-async fn next_task_push(listen: &mut test_helpers::http::Listen) -> Value {
+async fn next_task_push(listen: &mut ferrymcp_test_helpers::http::Listen) -> Value {
     let message = listen
         .next(std::time::Duration::from_secs(30))
         .await
         .expect("a task notification in time");
     assert_eq!(message["method"], "notifications/tasks", "{message}");
-    test_helpers::schema::assert_valid(
-        test_helpers::schema::Spec::Tasks,
+    ferrymcp_test_helpers::schema::assert_valid(
+        ferrymcp_test_helpers::schema::Spec::Tasks,
         "TaskStatusNotification",
         &message,
     );
@@ -622,7 +622,7 @@ async fn next_task_push(listen: &mut test_helpers::http::Listen) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn r51_a_listen_on_the_proxy_is_pushed_the_upstream_task_under_its_proxy_id() {
-    use test_helpers::http::{Listen, LoopbackHttp, post_2026_to};
+    use ferrymcp_test_helpers::http::{Listen, LoopbackHttp, post_2026_to};
     let opted_in = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
     let demo = demo(Kind::Http).await;
     let http = LoopbackHttp::serve(gateway(&demo.upstream, "demo").await).await;
@@ -648,7 +648,7 @@ async fn r51_a_listen_on_the_proxy_is_pushed_the_upstream_task_under_its_proxy_i
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
     let mut listen = Listen::open(
         http.url(),
-        json!({"taskIds": [id, "mcpkit-proxy-task-forged"]}),
+        json!({"taskIds": [id, "ferrymcp-proxy-task-forged"]}),
         opted_in.clone(),
     )
     .await;

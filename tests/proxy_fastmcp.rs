@@ -3,7 +3,7 @@
 //! tool errors and bad input behave as direct; on 2026-07-28 its tasks pass through with
 //! signed ids.
 //!
-//! The interpreter is `$MCPKIT_FASTMCP_PYTHON`, else `target/fastmcp-venv/bin/python`, which
+//! The interpreter is `$FERRYMCP_FASTMCP_PYTHON`, else `target/fastmcp-venv/bin/python`, which
 //! `.ci/setup` creates. A missing venv fails these tests with that instruction.
 
 #[path = "support/proxy.rs"]
@@ -11,24 +11,24 @@ mod support;
 
 use std::path::PathBuf;
 
-use mcp_proxy::{
-    CommandTarget, ProxyServer, ProxyTasks, Upstream, UpstreamOptions, task_ids::TaskIdSigner,
-};
-use mcpkit::{
+use ferrymcp::{
     Server,
     types::{ErrorCode, GetTaskParams, TaskStatus, TaskSupport},
+};
+use ferrymcp_proxy::{
+    CommandTarget, ProxyServer, ProxyTasks, Upstream, UpstreamOptions, task_ids::TaskIdSigner,
+};
+use ferrymcp_test_helpers::{
+    client::{Lifecycle, connect, in_memory},
+    wire::spawn_stdio,
 };
 use rmcp::ServiceError;
 use serde_json::{Value, json};
 use support::{call, poll_until, submit};
-use test_helpers::{
-    client::{Lifecycle, connect, in_memory},
-    wire::spawn_stdio,
-};
 
 /// The venv's interpreter. A missing venv fails the test (never a skip), saying how to get it.
 fn python() -> PathBuf {
-    let path = std::env::var_os("MCPKIT_FASTMCP_PYTHON")
+    let path = std::env::var_os("FERRYMCP_FASTMCP_PYTHON")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/fastmcp-venv/bin/python")
@@ -36,7 +36,7 @@ fn python() -> PathBuf {
     assert!(
         path.exists(),
         "{} is missing: run `bash .ci/setup` once (it creates the FastMCP venv), or point \
-         MCPKIT_FASTMCP_PYTHON at a Python with fastmcp[tasks] 4.1",
+         FERRYMCP_FASTMCP_PYTHON at a Python with fastmcp[tasks] 4.1",
         path.display()
     );
     path
@@ -66,7 +66,7 @@ async fn gateway(upstream: &Upstream) -> Server {
     root.mount(&proxy, "py").expect("mount");
     let tasks = ProxyTasks::new()
         .expect("key")
-        .with_local(mcpkit::tasks::TasksExtension::new());
+        .with_local(ferrymcp::tasks::TasksExtension::new());
     tasks.register(upstream);
     root.add_extension(tasks).expect("tasks");
     root

@@ -1,4 +1,4 @@
-//! The gateway config (`mcp_proxy::gateway`) composing two demos, one over stdio and one over
+//! The gateway config (`ferrymcp_proxy::gateway`) composing two demos, one over stdio and one over
 //! HTTP; local tasks for a proxied tool whose upstream has none.
 
 mod common;
@@ -7,16 +7,16 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use mcp_proxy::{ProxyServer, ProxyTasks, Upstream, gateway::GatewayConfig};
-use mcpkit::{
+use ferrymcp::{
     Server,
     tasks::TasksExtension,
     types::{CallToolRequestParams, CallToolResponse, GetTaskParams, TaskStatus},
 };
+use ferrymcp_proxy::{ProxyServer, ProxyTasks, Upstream, gateway::GatewayConfig};
+use ferrymcp_test_helpers::client::{Lifecycle, connect, in_memory};
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::json;
 use support::{call, poll_until, submit};
-use test_helpers::client::{Lifecycle, connect, in_memory};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_config_composes_a_stdio_and_an_http_server() {
@@ -178,10 +178,10 @@ async fn proxied_tools_run_as_local_tasks_when_the_upstream_has_none() {
 /// A parent's middleware wraps proxied calls, passthrough tasks included.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parent_middleware_wraps_proxied_calls() {
-    let log = test_helpers::middleware::Log::new();
+    let log = ferrymcp_test_helpers::middleware::Log::new();
     let upstream = Upstream::command(
         "demo",
-        mcp_proxy::CommandTarget::new(common::demo_binary().to_string_lossy()).arg("--stdio"),
+        ferrymcp_proxy::CommandTarget::new(common::demo_binary().to_string_lossy()).arg("--stdio"),
     );
     let proxy = ProxyServer::new(upstream.clone())
         .build()
@@ -189,7 +189,9 @@ async fn parent_middleware_wraps_proxied_calls() {
         .expect("proxy");
     let root = Server::new("gateway");
     root.mount(&proxy, "up").expect("mount");
-    root.add_middleware(test_helpers::middleware::CallTrace::new("parent", &log));
+    root.add_middleware(ferrymcp_test_helpers::middleware::CallTrace::new(
+        "parent", &log,
+    ));
     let tasks = ProxyTasks::new().expect("key");
     tasks.register(&upstream);
     root.add_extension(tasks).expect("tasks");

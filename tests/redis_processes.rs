@@ -19,17 +19,17 @@ use std::{
     time::{Duration, Instant},
 };
 
-use futures::StreamExt as _;
-use mcpkit::types::{
+use ferrymcp::types::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, JsonObject,
     TaskPayload, UpdateTaskParams,
 };
-use rmcp::transport::StreamableHttpClientTransport;
-use serde_json::{Value, json};
-use test_helpers::{
+use ferrymcp_test_helpers::{
     client::{Lifecycle, TestClient, connect},
     redis::RedisServer,
 };
+use futures::StreamExt as _;
+use rmcp::transport::StreamableHttpClientTransport;
+use serde_json::{Value, json};
 
 /// The lost-worker message of a failed task.
 const LOST_WORKER: &str = "the worker running this task was lost";
@@ -102,9 +102,9 @@ impl Queue {
 
 fn ledger_path(name: &str) -> PathBuf {
     let path = std::env::temp_dir().join(format!(
-        "mcpkit-ledger-{name}-{}-{}",
+        "ferrymcp-ledger-{name}-{}-{}",
         std::process::id(),
-        mcpkit::tasks::new_task_id()
+        ferrymcp::tasks::new_task_id()
     ));
     let _ = std::fs::remove_file(&path);
     path

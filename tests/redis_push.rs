@@ -12,12 +12,12 @@ mod common;
 
 use std::{collections::HashMap, time::Duration};
 
-use serde_json::{Value, json};
-use test_helpers::{
+use ferrymcp_test_helpers::{
     http::{Listen, post_2026_to},
     redis::RedisServer,
     schema::{Spec, assert_valid},
 };
+use serde_json::{Value, json};
 
 const PATIENCE: Duration = Duration::from_secs(60);
 

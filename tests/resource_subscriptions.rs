@@ -8,17 +8,17 @@
 
 use std::time::Duration;
 
-use mcpkit::{
+use ferrymcp::{
     MAX_RESOURCE_SUBSCRIPTIONS, ResourceDef, Server, ToolDef,
     types::{
         ServerNotification, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
     },
 };
-use rmcp::{RoleClient, ServiceError, service::RunningService};
-use test_helpers::{
+use ferrymcp_test_helpers::{
     client::{ClientEvent, Lifecycle, RecordingClient, connect_with, recording_in_memory},
     http::LoopbackHttp,
 };
+use rmcp::{RoleClient, ServiceError, service::RunningService};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 type Client = RunningService<RoleClient, RecordingClient>;
@@ -290,7 +290,7 @@ async fn a_caller_who_may_not_read_a_resource_cannot_watch_it_in_either_era() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upstream_update_reaches_the_proxys_watchers_under_the_proxied_uri() {
-    use mcp_proxy::{HttpTarget, ProxyServer, Upstream};
+    use ferrymcp_proxy::{HttpTarget, ProxyServer, Upstream};
     let (upstream_root, child) = servers();
     let upstream_http = LoopbackHttp::serve(upstream_root).await;
     let upstream = Upstream::http("up", HttpTarget::new(upstream_http.url().to_owned()));

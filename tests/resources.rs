@@ -2,7 +2,7 @@
 //! and two levels, conflicts, live links, visibility and versions. Test names start with
 //! the behavior IDs of `../shared/docs/behaviors.md` they cover.
 
-use mcpkit::{
+use ferrymcp::{
     Args, Bytes, Json, ResourceDef, ResourceRead, Server, ServerError, ToolError,
     types::{Annotations, ErrorData, ReadResourceResponse, ResourceContents},
 };
@@ -584,20 +584,20 @@ async fn a_template_whose_handler_needs_arguments_the_uri_lacks_is_rejected_at_r
 struct BrokenLists;
 
 #[async_trait::async_trait]
-impl mcpkit::Middleware for BrokenLists {
+impl ferrymcp::Middleware for BrokenLists {
     async fn on_list_resources(
         &self,
-        _list: mcpkit::ListResources,
-        _next: mcpkit::Next<'_, mcpkit::ListResources>,
-    ) -> Result<Vec<mcpkit::ResourceInfo>, ErrorData> {
+        _list: ferrymcp::ListResources,
+        _next: ferrymcp::Next<'_, ferrymcp::ListResources>,
+    ) -> Result<Vec<ferrymcp::ResourceInfo>, ErrorData> {
         Err(ErrorData::internal_error("unreachable upstream", None))
     }
 
     async fn on_list_prompts(
         &self,
-        _list: mcpkit::ListPrompts,
-        _next: mcpkit::Next<'_, mcpkit::ListPrompts>,
-    ) -> Result<Vec<mcpkit::PromptInfo>, ErrorData> {
+        _list: ferrymcp::ListPrompts,
+        _next: ferrymcp::Next<'_, ferrymcp::ListPrompts>,
+    ) -> Result<Vec<ferrymcp::PromptInfo>, ErrorData> {
         Err(ErrorData::internal_error("unreachable upstream", None))
     }
 }

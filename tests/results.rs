@@ -6,12 +6,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use mcpkit::{
+use ferrymcp::{
     Args, Audio, Bytes, Contents, Image, Json, Server, ToolDef, ToolError,
     types::{CallToolResponse, CallToolResult, ContentBlock, ErrorData, JsonObject},
 };
+use ferrymcp_test_helpers::schema::assert_valid_call_tool_result;
 use serde_json::{Value, json};
-use test_helpers::schema::assert_valid_call_tool_result;
 
 // ------------------------------------------------------------------------------ helpers
 
@@ -501,7 +501,7 @@ async fn i09_content_blocks_pass_through_with_no_structured_content() {
 fn crafted_result() -> CallToolResult {
     let mut result = CallToolResult::structured_error(json!({"code": "E42", "detail": [1, 2]}));
     result.content = vec![ContentBlock::text("custom text"), ContentBlock::text("two")];
-    let mut meta = mcpkit::types::MetaObject::new();
+    let mut meta = ferrymcp::types::MetaObject::new();
     meta.insert("com.example/trace".into(), json!("abc"));
     result.meta = Some(meta);
     result

@@ -9,7 +9,7 @@
 
 mod common;
 
-use mcpkit::tasks::{ConnectError, TasksConfig, connect};
+use ferrymcp::tasks::{ConnectError, TasksConfig, connect};
 
 const PASSWORD: &str = "hunter2";
 
@@ -77,7 +77,7 @@ mod with_redis {
             .unwrap_or_else(|e| {
                 panic!(
                     "cannot run redis-server: {e}\n{}",
-                    test_helpers::redis::HOW_TO_GET_REDIS
+                    ferrymcp_test_helpers::redis::HOW_TO_GET_REDIS
                 )
             });
         let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
@@ -178,7 +178,7 @@ mod with_redis {
                 "_meta": {
                     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
                     "io.modelcontextprotocol/clientCapabilities": {
-                        "extensions": {mcpkit::types::TASKS_EXTENSION_ID: {}}
+                        "extensions": {ferrymcp::types::TASKS_EXTENSION_ID: {}}
                     },
                     "io.modelcontextprotocol/clientInfo": {"name": "secrets-test", "version": "0"}
                 }

@@ -28,17 +28,17 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use mcpkit::{
+use ferrymcp::{
     RequestScope, Server, ToolCall, ToolDef,
     auth::Principal,
     tasks::{TasksConfig, TasksExtension},
     types::{CallToolResponse, ErrorData, JsonObject, ProtocolVersion, TASKS_EXTENSION_ID},
 };
-use serde_json::{Value, json};
-use test_helpers::{
+use ferrymcp_test_helpers::{
     schema::{Spec, assert_valid, assert_valid_call_tool_result, validate},
     tasks::{TERMINAL, TaskClient, opted_in_scope, running_task_server},
 };
+use serde_json::{Value, json};
 use tokio::time::Instant;
 
 #[path = "support/tasks.rs"]
@@ -697,7 +697,7 @@ fn base64url_value(c: u8) -> Option<u32> {
 #[tokio::test]
 async fn r17_r18_a_thousand_task_ids_are_distinct_random_and_header_safe() {
     // One caller submits all 1,000, faster than they finish: lift its quota.
-    let limits = mcpkit::tasks::backend::TaskLimits::default().with_max_tasks_per_caller(1000);
+    let limits = ferrymcp::tasks::backend::TaskLimits::default().with_max_tasks_per_caller(1000);
     let (server, _) = build(TasksConfig::default().with_limits(limits));
     let running = running_task_server(&server).await.expect("start");
     let mut ids = Vec::with_capacity(1000);
@@ -822,7 +822,7 @@ async fn r19_sub_millisecond_ttl_and_poll_interval_settings_still_emit_positive_
     server
         .add_tool(
             ToolDef::new("eager", || async { 1 })
-                .task(mcpkit::TaskConfig::optional().with_poll_interval(Duration::ZERO)),
+                .task(ferrymcp::TaskConfig::optional().with_poll_interval(Duration::ZERO)),
         )
         .expect("eager");
     let running = running_task_server(&server).await.expect("start");

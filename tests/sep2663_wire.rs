@@ -13,7 +13,7 @@ use std::{
     time::Duration,
 };
 
-use mcpkit::{
+use ferrymcp::{
     HttpConfig, HttpServer, Server, ServerError, ToolCall, ToolDef,
     tasks::{TasksConfig, TasksExtension},
     types::{
@@ -22,12 +22,12 @@ use mcpkit::{
         UpdateTaskParams,
     },
 };
-use rmcp::ServiceError;
-use serde_json::{Value, json};
-use test_helpers::{
+use ferrymcp_test_helpers::{
     client::{Lifecycle, TestClient, in_memory},
     schema::{Spec, assert_valid, assert_valid_call_tool_result},
 };
+use rmcp::ServiceError;
+use serde_json::{Value, json};
 use tokio::time::Instant;
 
 // ------------------------------------------------------------------------------ the server
@@ -796,7 +796,7 @@ async fn r03_r08_connections_without_the_modern_optin_never_get_a_task() {
 /// A required task tool that asks for a name before its task exists
 /// (`TasksExtension::ask_first`), then greets it from the task's run.
 fn asking_server() -> Server {
-    use mcpkit::{Context, InputRequired, types::InputRequest};
+    use ferrymcp::{Context, InputRequired, types::InputRequest};
     let server = Server::new("asking");
     server
         .add_tool(
@@ -809,7 +809,7 @@ fn asking_server() -> Server {
                     .to_owned();
                 format!("Hello, {name}!")
             })
-            .task(mcpkit::types::TaskSupport::Required),
+            .task(ferrymcp::types::TaskSupport::Required),
         )
         .expect("tool");
     let ask = |cx: Context| async move {

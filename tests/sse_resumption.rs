@@ -8,9 +8,9 @@
 
 use std::{sync::Arc, time::Duration};
 
-use mcpkit::{Context, HttpConfig, Server, State, ToolDef};
+use ferrymcp::{Context, HttpConfig, Server, State, ToolDef};
+use ferrymcp_test_helpers::http::LoopbackHttp;
 use serde_json::{Value, json};
-use test_helpers::http::LoopbackHttp;
 use tokio::sync::Notify;
 
 const PATIENCE: Duration = Duration::from_secs(10);

@@ -9,8 +9,8 @@ mod common;
 
 use std::{process::Stdio, time::Duration};
 
+use ferrymcp_test_helpers::schema::{Spec, assert_valid};
 use serde_json::{Value, json};
-use test_helpers::schema::{Spec, assert_valid};
 use tokio::{
     io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, Lines},
     process::{Child, ChildStdin, ChildStdout},
@@ -342,7 +342,7 @@ async fn issue12_stdio_eof_right_after_a_bad_line_still_answers_it_and_exits_0()
 /// when input ends is abandoned after the drain grace, and serving returns `Ok`.
 #[tokio::test(start_paused = true)]
 async fn issue12_stdio_eof_abandons_a_request_running_past_the_drain_grace() {
-    use mcpkit::{Server, StdioConfig};
+    use ferrymcp::{Server, StdioConfig};
     use tokio::io::AsyncReadExt as _;
 
     let server = Server::new("s");

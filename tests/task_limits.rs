@@ -5,9 +5,9 @@
 
 mod common;
 
-use mcpkit::types::TASKS_EXTENSION_ID;
+use ferrymcp::types::TASKS_EXTENSION_ID;
+use ferrymcp_test_helpers::schema::{Spec, assert_valid};
 use serde_json::{Value, json};
-use test_helpers::schema::{Spec, assert_valid};
 
 const PER_CALLER: u64 = 3;
 const ARGUMENT_BYTES: u64 = 20;

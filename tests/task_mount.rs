@@ -18,8 +18,7 @@
 
 use std::{error::Error, sync::Arc, time::Duration};
 
-use mcp_proxy::{ClientFactory, ProxyTool};
-use mcpkit::{
+use ferrymcp::{
     Args, Context, CurrentServer, Server, ToolDef,
     tasks::{Engine, TaskSnapshot, TasksExtension, resolve_owning_server},
     types::{
@@ -27,8 +26,8 @@ use mcpkit::{
         TaskPayload, TaskStatus, TaskSupport, ToolDescriptor, codes,
     },
 };
-use serde_json::{Value, json};
-use test_helpers::{
+use ferrymcp_proxy::{ClientFactory, ProxyTool};
+use ferrymcp_test_helpers::{
     middleware::{CallTrace, Log},
     reply,
     schema::{Spec, assert_valid},
@@ -37,6 +36,7 @@ use test_helpers::{
         submit_task, wait_for_task,
     },
 };
+use serde_json::{Value, json};
 
 type TestResult = Result<(), Box<dyn Error>>;
 
@@ -692,7 +692,7 @@ async fn mounted_task_config_modes_forbidden_mode_sync_through_mount() -> TestRe
 
 // ------------------------------------------------------ TestMiddlewareWithMountedTasks
 
-/// The seed's `ToolTracingMiddleware` is `test_helpers::middleware::CallTrace`:
+/// The seed's `ToolTracingMiddleware` is `ferrymcp_test_helpers::middleware::CallTrace`:
 /// `<name>:before` / `<name>:after` around `on_call_tool`.
 /// For a tasked call, the root's middleware wraps the submission. The interceptor composes
 /// at the registering (parent) server and short-circuits before delegating into the

@@ -11,16 +11,16 @@
 
 use std::{sync::Arc, time::Duration};
 
-use mcpkit::{
+use ferrymcp::{
     Context, Server, State, ToolDef,
     tasks::TasksExtension,
     types::{JsonObject, TASKS_EXTENSION_ID},
 };
-use serde_json::{Value, json};
-use test_helpers::{
+use ferrymcp_test_helpers::{
     http::{Listen, LoopbackHttp},
     schema::{Spec, assert_valid},
 };
+use serde_json::{Value, json};
 use tokio::{
     io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader},
     sync::Notify,
@@ -35,7 +35,8 @@ struct Gate(Arc<Notify>);
 async fn copy(cx: Context, State(Gate(gate)): State<Gate>) -> &'static str {
     cx.report_progress(1.0, Some(2.0), Some("copying".into()))
         .await;
-    cx.log(mcpkit::LogLevel::Info, json!("copy started")).await;
+    cx.log(ferrymcp::LogLevel::Info, json!("copy started"))
+        .await;
     gate.notified().await;
     "copied"
 }
@@ -125,7 +126,7 @@ async fn r12_listening_for_tasks_without_the_opt_in_is_32021() {
     assert!(listen.next(Duration::from_millis(200)).await.is_none());
 
     // Ids that are not an array of strings, or too many, are invalid params.
-    let many: Vec<String> = (0..=mcpkit::tasks::push::MAX_WATCHED_TASKS)
+    let many: Vec<String> = (0..=ferrymcp::tasks::push::MAX_WATCHED_TASKS)
         .map(|i| format!("t{i}"))
         .collect();
     for ids in [json!("one"), json!([1, 2]), json!(many)] {
@@ -300,19 +301,19 @@ async fn r51_task_status_is_pushed_over_stdio_too() {
 struct TwoCallers;
 
 #[async_trait::async_trait]
-impl mcpkit::auth::verify::TokenVerifier for TwoCallers {
+impl ferrymcp::auth::verify::TokenVerifier for TwoCallers {
     async fn verify(
         &self,
         token: &str,
-    ) -> Result<mcpkit::auth::verify::Verified, mcpkit::auth::verify::VerifyError> {
+    ) -> Result<ferrymcp::auth::verify::Verified, ferrymcp::auth::verify::VerifyError> {
         match token {
-            "alice" | "bob" => Ok(mcpkit::auth::verify::Verified {
-                principal: mcpkit::auth::Principal::new("app")
+            "alice" | "bob" => Ok(ferrymcp::auth::verify::Verified {
+                principal: ferrymcp::auth::Principal::new("app")
                     .with_issuer("https://as.example")
                     .with_subject(token),
                 expires_at: None,
             }),
-            _ => Err(mcpkit::auth::verify::VerifyError::Invalid(
+            _ => Err(ferrymcp::auth::verify::VerifyError::Invalid(
                 "unknown token".into(),
             )),
         }
@@ -327,14 +328,14 @@ async fn r51_only_the_owner_of_a_task_is_acknowledged_and_pushed_it() {
         .expect("a free port")
         .port();
     let url = format!("http://127.0.0.1:{port}/mcp");
-    let resource = mcpkit::auth::ResourceServer::new(&url, TwoCallers)
+    let resource = ferrymcp::auth::ResourceServer::new(&url, TwoCallers)
         .expect("resource")
         .authorization_server("https://as.example")
         .expect("issuer");
-    let http = mcpkit::HttpServer::bind(
+    let http = ferrymcp::HttpServer::bind(
         server,
         format!("127.0.0.1:{port}"),
-        mcpkit::HttpConfig::new().auth(resource),
+        ferrymcp::HttpConfig::new().auth(resource),
     )
     .await
     .expect("bind");
@@ -342,7 +343,7 @@ async fn r51_only_the_owner_of_a_task_is_acknowledged_and_pushed_it() {
     let serving = tokio::spawn(http.run_until(async move {
         let _ = stopped.await;
     }));
-    let created = test_helpers::http::post_2026_to(
+    let created = ferrymcp_test_helpers::http::post_2026_to(
         &url,
         Some("alice"),
         "tools/call",

@@ -5,13 +5,13 @@
 
 use std::sync::{Arc, Mutex};
 
-use mcpkit::{
+use ferrymcp::{
     Args, CallTool, CurrentServer, Middleware, Next, Server, ServerError, ToolCall, ToolDef,
     types::{CallToolResponse, ErrorData},
     version::{Version, VersionSpec},
 };
+use ferrymcp_test_helpers::reply::{assert_unknown_tool, complete, result_of, text_of};
 use serde_json::{Value, json};
-use test_helpers::reply::{assert_unknown_tool, complete, result_of, text_of};
 
 #[path = "support/tree.rs"]
 mod support;

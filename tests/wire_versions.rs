@@ -1,12 +1,12 @@
 //! Versions on the wire (H08, H09), through rmcp's client over an in-memory duplex, in both
 //! protocol eras.
 
-use mcpkit::{
+use ferrymcp::{
     Server, ToolDef,
     types::{CallToolRequestParams, CallToolResponse, RequestMetaObject},
 };
+use ferrymcp_test_helpers::client::{Lifecycle, in_memory};
 use serde_json::{Value, json};
-use test_helpers::client::{Lifecycle, in_memory};
 
 fn calc_server() -> Server {
     let child = Server::new("child");

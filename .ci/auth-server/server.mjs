@@ -3,9 +3,9 @@
 // (crates/test-helpers/src/auth_server.rs) as `node server.mjs`. Nothing here is for
 // production: the clients, secrets and the test-only routes below exist for tests.
 //
-// Environment: PORT (default 0 = any free port) on 127.0.0.1; MCPKIT_AUTH_SERVER_DIR, the folder
+// Environment: PORT (default 0 = any free port) on 127.0.0.1; FERRYMCP_AUTH_SERVER_DIR, the folder
 // where `npm ci` installed package.json here (default: target/auth-server in this clone);
-// MCPKIT_AUTH_SERVER_EXIT_WITH_STDIN=1: exit when stdin closes (the tests' handle sets it, so
+// FERRYMCP_AUTH_SERVER_EXIT_WITH_STDIN=1: exit when stdin closes (the tests' handle sets it, so
 // no server outlives the test process that started it). Once it accepts connections it
 // prints exactly one line on stdout, `listening http://127.0.0.1:<port>`; everything else
 // (oidc-provider's notices and warnings included) goes to stderr. The issuer is
@@ -58,7 +58,7 @@ console.log = console.error;
 console.info = console.error;
 
 // The packages live where .ci/setup installed them, not beside this file.
-const installed = process.env.MCPKIT_AUTH_SERVER_DIR
+const installed = process.env.FERRYMCP_AUTH_SERVER_DIR
   || join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'target', 'auth-server');
 const resolvePackage = createRequire(join(installed, 'package.json')).resolve;
 const load = (name) => import(pathToFileURL(resolvePackage(name)).href);
@@ -334,7 +334,7 @@ server.on('request', (req, res) => {
 });
 
 process.on('SIGTERM', () => process.exit(0));
-if (process.env.MCPKIT_AUTH_SERVER_EXIT_WITH_STDIN === '1') {
+if (process.env.FERRYMCP_AUTH_SERVER_EXIT_WITH_STDIN === '1') {
   process.stdin.on('end', () => process.exit(0));
   process.stdin.on('error', () => process.exit(0));
   process.stdin.resume();

@@ -7,7 +7,7 @@
 # of the `mcp-proxy` crate 0.4.3 (tower-mcp 0.18), the harness behind tower-mcp's published
 # "the proxy adds roughly 50 µs to p50" (Apple M4 Pro), downloaded from crates.io, checked
 # against a pinned SHA-256 and built outside this workspace (about 9 minutes the first time,
-# under $MCPKIT_BENCH_DIR, by default ~/.cache/mcpkit-bench).
+# under $FERRYMCP_BENCH_DIR, by default ~/.cache/ferrymcp-bench).
 # Both drive `tools/call` over loopback HTTP, direct and through a proxy, in one process on a
 # multi-thread tokio runtime with as many workers as cores. Not part of CI: it measures, it
 # asserts nothing. BENCHMARKS.md ("Proxy hop") has the figures and how to read them.
@@ -15,7 +15,7 @@ set -euo pipefail
 
 rounds="${1:-3}"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-work="${MCPKIT_BENCH_DIR:-$HOME/.cache/mcpkit-bench}/tower-mcp-proxy"
+work="${FERRYMCP_BENCH_DIR:-$HOME/.cache/ferrymcp-bench}/tower-mcp-proxy"
 crate_version="0.4.3"
 crate_sha256="b7410b1ca3c7bc7ea83483a83ea7e2cf42ab5503b4db99a89c45a82953ad4bfa"
 src="$work/mcp-proxy-$crate_version"

@@ -78,7 +78,7 @@ interop_example() {
     [[ -x "$EXAMPLE" ]] || interop_die "cargo built no $EXAMPLE"
 }
 
-# interop_serve BINARY ARGS...: starts an mcpkit example serving HTTP on a free port and
+# interop_serve BINARY ARGS...: starts an ferrymcp example serving HTTP on a free port and
 # waits (at most 30 s) for the `listening on URL` line it prints on stderr. Sets SERVER_URL.
 interop_serve() {
     local log

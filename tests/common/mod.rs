@@ -117,24 +117,24 @@ async fn spawn_demo(
 
 /// The demo as a stdio child process, everything it writes recorded.
 #[allow(dead_code)]
-pub fn demo_stdio() -> test_helpers::wire::StdioChild {
+pub fn demo_stdio() -> ferrymcp_test_helpers::wire::StdioChild {
     let mut command = tokio::process::Command::new(demo_binary());
     command.arg("--stdio");
-    test_helpers::wire::spawn_stdio(&mut command).expect("spawn the demo over stdio")
+    ferrymcp_test_helpers::wire::spawn_stdio(&mut command).expect("spawn the demo over stdio")
 }
 
 /// The demo over HTTP behind a recording proxy; both live as long as this value. Point the
 /// client at `recorder.url`.
 #[allow(dead_code)]
 pub struct RecordedHttp {
-    pub recorder: test_helpers::wire::HttpRecorder,
+    pub recorder: ferrymcp_test_helpers::wire::HttpRecorder,
     _demo: DemoHttp,
 }
 
 #[allow(dead_code)]
 pub async fn demo_http_recorded() -> RecordedHttp {
     let demo = spawn_demo_http().await;
-    let recorder = test_helpers::wire::record_http(&demo.url)
+    let recorder = ferrymcp_test_helpers::wire::record_http(&demo.url)
         .await
         .expect("start the recording proxy");
     RecordedHttp {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""FastMCP's Python client (fastmcp 4.1 with fastmcp-tasks) against the mcpkit demo server.
+"""FastMCP's Python client (fastmcp 4.1 with fastmcp-tasks) against the ferrymcp demo server.
 
     fastmcp_client.py DEMO_BINARY AUTH_ISSUER
 
@@ -115,7 +115,7 @@ async def plain_calls(make):
         echoed = await c.call_tool("child_echo", {"message": "hi"})
         expect(echoed.content[0].text == "hi", echoed)
         readme = await c.read_resource("demo://readme")
-        expect("mcpkit demo" in readme[0].text, readme)
+        expect("ferrymcp demo" in readme[0].text, readme)
         profile = await c.read_resource("users://child/7/profile")
         expect('"id":7' in profile[0].text.replace(" ", ""), profile)
         greeting = await c.get_prompt("child_greet", {"name": "Ada", "style": "formal"})

@@ -6,13 +6,13 @@
 
 use std::time::{Duration, Instant};
 
-use mcpkit::types::{
+use ferrymcp::types::{
     CallToolRequestParams, CallToolResponse, CreateTaskResult, GetTaskParams, GetTaskResult,
     JsonObject, TaskStatus,
 };
+use ferrymcp_test_helpers::client::TestClient;
 use rmcp::ServiceError;
 use serde_json::{Value, json};
-use test_helpers::client::TestClient;
 
 /// Bounds every poll loop: a broken proxy fails the test instead of hanging it.
 pub const POLL_TIMEOUT: Duration = Duration::from_secs(20);

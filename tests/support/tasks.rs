@@ -6,7 +6,7 @@ use std::sync::{
     atomic::{AtomicUsize, Ordering},
 };
 
-use mcpkit::{
+use ferrymcp::{
     Args, Context, InputRequired, Json, Outcome, Server, ToolDef, ToolError,
     tasks::{TasksConfig, TasksExtension},
     types::{ErrorData, InputRequest, TaskSupport},

@@ -3,7 +3,7 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use mcpkit::{MountOptions, Server, ToolDef, ToolInfo, version::Version};
+use ferrymcp::{MountOptions, Server, ToolDef, ToolInfo, version::Version};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 pub struct Pair {

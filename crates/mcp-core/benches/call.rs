@@ -11,12 +11,12 @@
 //!   inside it (`call_tool` takes them by value); this is the cost of that clone, to subtract
 //!   if wanted. `baseline/args_build` builds them with `json!` instead, for comparison.
 //!
-//! Run it with `cargo bench -p mcp-core --bench call`; results are in `BENCHMARKS.md`.
+//! Run it with `cargo bench -p ferrymcp-core --bench call`; results are in `BENCHMARKS.md`.
 
 use std::{hint::black_box, time::Duration};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use mcp_core::{Args, Middleware, Server, ToolDef, types::CallToolResponse};
+use ferrymcp_core::{Args, Middleware, Server, ToolDef, types::CallToolResponse};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 

@@ -7,14 +7,14 @@
 //! * `verify/cached`: the same token through a `CachedVerifier`: the cost of a repeated
 //!   token (a SHA-256 of the token and a cache lookup).
 //!
-//! Run it with `cargo bench -p mcp-core --features auth --bench verify`; results are in
+//! Run it with `cargo bench -p ferrymcp-core --features auth --bench verify`; results are in
 //! `BENCHMARKS.md`.
 
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use mcp_core::auth::verify::{CachedVerifier, JwtVerifier, TokenVerifier};
-use test_helpers::auth_server::{AuthServer, CLIENT_A};
+use ferrymcp_core::auth::verify::{CachedVerifier, JwtVerifier, TokenVerifier};
+use ferrymcp_test_helpers::auth_server::{AuthServer, CLIENT_A};
 use tokio::runtime::Runtime;
 
 const AUDIENCE: &str = "http://127.0.0.1:1/mcp";

@@ -46,7 +46,7 @@ macro_rules! metadata_builders {
             /// Icons clients may show.
             ///
             #[doc = concat!("```\nlet _ = ", $new, ".icons(vec![]);\n```")]
-            pub fn icons(mut self, icons: Vec<mcp_types::Icon>) -> Self {
+            pub fn icons(mut self, icons: Vec<ferrymcp_types::Icon>) -> Self {
                 self.icons = Some(icons);
                 self
             }
@@ -54,7 +54,7 @@ macro_rules! metadata_builders {
             /// Extra `_meta` on the listing entry.
             ///
             #[doc = concat!("```\nlet _ = ", $new, ".meta(Default::default());\n```")]
-            pub fn meta(mut self, meta: mcp_types::MetaObject) -> Self {
+            pub fn meta(mut self, meta: ferrymcp_types::MetaObject) -> Self {
                 self.meta = Some(meta);
                 self
             }
@@ -104,7 +104,7 @@ macro_rules! request_builders {
 
             /// Selects the highest version `spec` accepts.
             ///
-            #[doc = concat!("```\nuse mcp_core::version::{Version, VersionSpec};\nlet spec = VersionSpec::range(None, Some(Version::new(\"2.0\").unwrap()));\nlet _ = ", $new, ".version_spec(spec);\n```")]
+            #[doc = concat!("```\nuse ferrymcp_core::version::{Version, VersionSpec};\nlet spec = VersionSpec::range(None, Some(Version::new(\"2.0\").unwrap()));\nlet _ = ", $new, ".version_spec(spec);\n```")]
             pub fn version_spec(mut self, spec: $crate::version::VersionSpec) -> Self {
                 self.version = Some(Ok(spec));
                 self
@@ -113,7 +113,7 @@ macro_rules! request_builders {
             /// The request scope (protocol version, `_meta`, principal, input responses,
             /// cancellation...).
             ///
-            #[doc = concat!("```\nlet _ = ", $new, ".scope(mcp_core::RequestScope::new());\n```")]
+            #[doc = concat!("```\nlet _ = ", $new, ".scope(ferrymcp_core::RequestScope::new());\n```")]
             pub fn scope(mut self, scope: $crate::RequestScope) -> Self {
                 self.scope = scope;
                 self

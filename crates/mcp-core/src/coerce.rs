@@ -64,7 +64,7 @@ const MAX_DEPTH: usize = 128;
 /// # Example
 ///
 /// ```
-/// use mcp_core::coerce::coerce_arguments;
+/// use ferrymcp_core::coerce::coerce_arguments;
 /// use serde_json::json;
 ///
 /// let schema = json!({

@@ -12,7 +12,7 @@
 //! below it, has a completer.
 //!
 //! ```
-//! use mcp_core::{PromptDef, Server, completion::Completion};
+//! use ferrymcp_core::{PromptDef, Server, completion::Completion};
 //!
 //! const CITIES: &[&str] = &["paris", "park city", "porto", "prague"];
 //!
@@ -30,7 +30,7 @@
 
 use std::{collections::HashMap, future::Future, sync::Arc};
 
-use mcp_types::CompletionInfo;
+use ferrymcp_types::CompletionInfo;
 
 use crate::{BoxFuture, Context, ToolError};
 
@@ -42,7 +42,7 @@ pub const MAX_SUGGESTIONS: usize = CompletionInfo::MAX_VALUES;
 /// arguments the client has already resolved.
 ///
 /// ```
-/// use mcp_core::completion::Completion;
+/// use ferrymcp_core::completion::Completion;
 /// async fn languages(c: Completion) -> Vec<String> {
 ///     c.matching(["rust", "ruby", "python"])
 /// }
@@ -73,7 +73,7 @@ impl Completion {
     /// The name of the argument (or template variable) being completed.
     ///
     /// ```
-    /// fn which(c: &mcp_core::completion::Completion) -> &str { c.argument() }
+    /// fn which(c: &ferrymcp_core::completion::Completion) -> &str { c.argument() }
     /// ```
     pub fn argument(&self) -> &str {
         &self.argument
@@ -82,7 +82,7 @@ impl Completion {
     /// What the user has typed so far (possibly empty).
     ///
     /// ```
-    /// fn typed(c: &mcp_core::completion::Completion) -> &str { c.value() }
+    /// fn typed(c: &ferrymcp_core::completion::Completion) -> &str { c.value() }
     /// ```
     pub fn value(&self) -> &str {
         &self.value
@@ -91,7 +91,7 @@ impl Completion {
     /// Another argument's value, when the client already resolved it.
     ///
     /// ```
-    /// fn country(c: &mcp_core::completion::Completion) -> Option<&str> { c.other("country") }
+    /// fn country(c: &ferrymcp_core::completion::Completion) -> Option<&str> { c.other("country") }
     /// ```
     pub fn other(&self, name: &str) -> Option<&str> {
         self.arguments.get(name).map(String::as_str)
@@ -100,7 +100,7 @@ impl Completion {
     /// Every argument the client already resolved, by name.
     ///
     /// ```
-    /// fn count(c: &mcp_core::completion::Completion) -> usize { c.arguments().len() }
+    /// fn count(c: &ferrymcp_core::completion::Completion) -> usize { c.arguments().len() }
     /// ```
     pub fn arguments(&self) -> &HashMap<String, String> {
         &self.arguments
@@ -109,7 +109,7 @@ impl Completion {
     /// The request's context: the server, the caller, the session.
     ///
     /// ```
-    /// fn server_name(c: &mcp_core::completion::Completion) -> &str { c.context().server().name() }
+    /// fn server_name(c: &ferrymcp_core::completion::Completion) -> &str { c.context().server().name() }
     /// ```
     pub fn context(&self) -> &Context {
         &self.cx
@@ -119,7 +119,7 @@ impl Completion {
     /// order.
     ///
     /// ```
-    /// # let c = mcp_core::completion::Completion::for_test("city", "P");
+    /// # let c = ferrymcp_core::completion::Completion::for_test("city", "P");
     /// assert_eq!(c.matching(["paris", "rome", "porto"]), ["paris", "porto"]);
     /// ```
     pub fn matching<I, S>(&self, candidates: I) -> Vec<String>
@@ -139,7 +139,7 @@ impl Completion {
     /// testing completers directly).
     ///
     /// ```
-    /// let c = mcp_core::completion::Completion::for_test("city", "pa");
+    /// let c = ferrymcp_core::completion::Completion::for_test("city", "pa");
     /// assert_eq!(c.value(), "pa");
     /// ```
     pub fn for_test(argument: impl Into<String>, value: impl Into<String>) -> Self {
@@ -155,7 +155,7 @@ impl Completion {
 /// Suggestions with how many there are in all and whether more exist than were sent.
 ///
 /// ```
-/// let s = mcp_core::completion::Suggestions::new(["paris", "park"]).total(150).has_more(true);
+/// let s = ferrymcp_core::completion::Suggestions::new(["paris", "park"]).total(150).has_more(true);
 /// # let _ = s;
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -169,7 +169,7 @@ impl Suggestions {
     /// These `values`, best first.
     ///
     /// ```
-    /// let _ = mcp_core::completion::Suggestions::new(vec!["a".to_owned()]);
+    /// let _ = ferrymcp_core::completion::Suggestions::new(vec!["a".to_owned()]);
     /// ```
     pub fn new<I, S>(values: I) -> Self
     where
@@ -186,7 +186,7 @@ impl Suggestions {
     /// How many suggestions there are in all (more than were sent, perhaps).
     ///
     /// ```
-    /// let _ = mcp_core::completion::Suggestions::new(["a"]).total(10);
+    /// let _ = ferrymcp_core::completion::Suggestions::new(["a"]).total(10);
     /// ```
     pub fn total(mut self, total: u32) -> Self {
         self.total = Some(total);
@@ -196,7 +196,7 @@ impl Suggestions {
     /// Whether there are more suggestions than were sent.
     ///
     /// ```
-    /// let _ = mcp_core::completion::Suggestions::new(["a"]).has_more(true);
+    /// let _ = ferrymcp_core::completion::Suggestions::new(["a"]).has_more(true);
     /// ```
     pub fn has_more(mut self, more: bool) -> Self {
         self.has_more = Some(more);
@@ -228,9 +228,9 @@ impl Suggestions {
 /// What a completer may return.
 ///
 /// ```
-/// fn accepts<T: mcp_core::completion::IntoSuggestions>(_: T) {}
+/// fn accepts<T: ferrymcp_core::completion::IntoSuggestions>(_: T) {}
 /// accepts(vec!["a", "b"]);
-/// accepts(Ok::<_, mcp_core::ToolError>(vec!["a".to_owned()]));
+/// accepts(Ok::<_, ferrymcp_core::ToolError>(vec!["a".to_owned()]));
 /// ```
 pub trait IntoSuggestions: Send + 'static {
     /// The suggestions, or why there are none.

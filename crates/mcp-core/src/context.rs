@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use mcp_types::{InputResponses, JsonObject, ProtocolVersion, RequestId, meta};
+use ferrymcp_types::{InputResponses, JsonObject, ProtocolVersion, RequestId, meta};
 use rmcp::{RoleServer, model::Extensions, service::Peer};
 use tokio_util::sync::CancellationToken;
 
@@ -11,8 +11,8 @@ use crate::{Server, auth::Principal};
 /// The protocol era of a request.
 ///
 /// ```
-/// use mcp_core::Era;
-/// use mcp_core::types::ProtocolVersion;
+/// use ferrymcp_core::Era;
+/// use ferrymcp_core::types::ProtocolVersion;
 /// assert_eq!(Era::of(Some(&ProtocolVersion::V_2026_07_28)), Era::Modern);
 /// assert_eq!(Era::of(Some(&ProtocolVersion::V_2025_11_25)), Era::Legacy);
 /// assert_eq!(Era::of(None), Era::Unknown);
@@ -31,7 +31,7 @@ impl Era {
     /// The era of a protocol version.
     ///
     /// ```
-    /// assert_eq!(mcp_core::Era::of(None), mcp_core::Era::Unknown);
+    /// assert_eq!(ferrymcp_core::Era::of(None), ferrymcp_core::Era::Unknown);
     /// ```
     pub fn of(version: Option<&ProtocolVersion>) -> Era {
         match version {
@@ -48,10 +48,10 @@ impl Era {
 /// [`RequestScope::new`] and the `with_*` setters.
 ///
 /// ```
-/// use mcp_core::RequestScope;
-/// use mcp_core::types::ProtocolVersion;
+/// use ferrymcp_core::RequestScope;
+/// use ferrymcp_core::types::ProtocolVersion;
 /// let scope = RequestScope::new().with_protocol_version(ProtocolVersion::V_2026_07_28);
-/// assert_eq!(scope.era(), mcp_core::Era::Modern);
+/// assert_eq!(scope.era(), ferrymcp_core::Era::Modern);
 /// ```
 #[derive(Debug, Default, Clone)]
 pub struct RequestScope {
@@ -100,7 +100,7 @@ impl RequestScope {
     /// An empty scope: no protocol version, no `_meta`, a fresh cancellation token.
     ///
     /// ```
-    /// assert!(mcp_core::RequestScope::new().meta().is_empty());
+    /// assert!(ferrymcp_core::RequestScope::new().meta().is_empty());
     /// ```
     pub fn new() -> Self {
         Self::default()
@@ -137,7 +137,7 @@ impl RequestScope {
     /// The lowest log level the client wants to receive; `None` sends nothing.
     ///
     /// ```
-    /// use mcp_core::{LogLevel, RequestScope};
+    /// use ferrymcp_core::{LogLevel, RequestScope};
     /// let scope = RequestScope::new().with_log_level(Some(LogLevel::Warning));
     /// assert_eq!(scope.log_level(), Some(LogLevel::Warning));
     /// ```
@@ -149,7 +149,7 @@ impl RequestScope {
     /// The lowest log level the client wants to receive.
     ///
     /// ```
-    /// assert_eq!(mcp_core::RequestScope::new().log_level(), None);
+    /// assert_eq!(ferrymcp_core::RequestScope::new().log_level(), None);
     /// ```
     pub fn log_level(&self) -> Option<crate::LogLevel> {
         self.log_level
@@ -159,8 +159,8 @@ impl RequestScope {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// let sink: mcp_core::ProgressSink = Arc::new(|p| Box::pin(async move { drop(p) }));
-    /// assert!(mcp_core::RequestScope::new().with_progress_sink(sink).progress_sink().is_some());
+    /// let sink: ferrymcp_core::ProgressSink = Arc::new(|p| Box::pin(async move { drop(p) }));
+    /// assert!(ferrymcp_core::RequestScope::new().with_progress_sink(sink).progress_sink().is_some());
     /// ```
     pub fn with_progress_sink(mut self, sink: crate::logging::ProgressSink) -> Self {
         self.progress_sink = ProgressSlot(Some(sink));
@@ -170,7 +170,7 @@ impl RequestScope {
     /// Where progress goes instead of the client, if anywhere.
     ///
     /// ```
-    /// assert!(mcp_core::RequestScope::new().progress_sink().is_none());
+    /// assert!(ferrymcp_core::RequestScope::new().progress_sink().is_none());
     /// ```
     pub fn progress_sink(&self) -> Option<&crate::logging::ProgressSink> {
         self.progress_sink.0.as_ref()
@@ -179,9 +179,9 @@ impl RequestScope {
     /// The request's progress token (`_meta.progressToken`), if any.
     ///
     /// ```
-    /// assert!(mcp_core::RequestScope::new().progress_token().is_none());
+    /// assert!(ferrymcp_core::RequestScope::new().progress_token().is_none());
     /// ```
-    pub fn progress_token(&self) -> Option<mcp_types::ProgressToken> {
+    pub fn progress_token(&self) -> Option<ferrymcp_types::ProgressToken> {
         self.meta
             .get("progressToken")
             .and_then(|token| serde_json::from_value(token.clone()).ok())
@@ -190,8 +190,8 @@ impl RequestScope {
     /// The server the request entered (the root of the tree that serves it).
     ///
     /// ```
-    /// let s = mcp_core::Server::new("root");
-    /// let scope = mcp_core::RequestScope::new().with_root(s.clone());
+    /// let s = ferrymcp_core::Server::new("root");
+    /// let scope = ferrymcp_core::RequestScope::new().with_root(s.clone());
     /// assert!(scope.root().unwrap().ptr_eq(&s));
     /// ```
     pub fn with_root(mut self, root: Server) -> Self {
@@ -202,7 +202,7 @@ impl RequestScope {
     /// The server the request entered; set by [`Context::new`] when not given.
     ///
     /// ```
-    /// assert!(mcp_core::RequestScope::new().root().is_none());
+    /// assert!(ferrymcp_core::RequestScope::new().root().is_none());
     /// ```
     pub fn root(&self) -> Option<&Server> {
         self.root.as_ref()
@@ -211,7 +211,7 @@ impl RequestScope {
     /// Sets the authenticated caller.
     ///
     /// ```
-    /// use mcp_core::{RequestScope, auth::Principal};
+    /// use ferrymcp_core::{RequestScope, auth::Principal};
     /// let scope = RequestScope::new().with_principal(Principal::new("app"));
     /// assert_eq!(scope.principal().unwrap().client_id, "app");
     /// ```
@@ -225,7 +225,7 @@ impl RequestScope {
     /// put into the request's (or its HTTP parts') extensions. `None` is an anonymous caller.
     ///
     /// ```
-    /// assert!(mcp_core::RequestScope::new().principal().is_none());
+    /// assert!(ferrymcp_core::RequestScope::new().principal().is_none());
     /// ```
     pub fn principal(&self) -> Option<&Principal> {
         use std::sync::Arc;
@@ -245,7 +245,7 @@ impl RequestScope {
     /// Marks the request as a run of background task `id`.
     ///
     /// ```
-    /// assert_eq!(mcp_core::RequestScope::new().with_task_id("t1").task_id(), Some("t1"));
+    /// assert_eq!(ferrymcp_core::RequestScope::new().with_task_id("t1").task_id(), Some("t1"));
     /// ```
     pub fn with_task_id(mut self, id: impl Into<String>) -> Self {
         self.task_id = Some(id.into());
@@ -255,7 +255,7 @@ impl RequestScope {
     /// The background task this run belongs to, if any.
     ///
     /// ```
-    /// assert!(mcp_core::RequestScope::new().task_id().is_none());
+    /// assert!(ferrymcp_core::RequestScope::new().task_id().is_none());
     /// ```
     pub fn task_id(&self) -> Option<&str> {
         self.task_id.as_deref()
@@ -265,7 +265,7 @@ impl RequestScope {
     /// with the state the tool returned with them.
     ///
     /// ```
-    /// let scope = mcp_core::RequestScope::new().with_input(Default::default(), Some("s".into()));
+    /// let scope = ferrymcp_core::RequestScope::new().with_input(Default::default(), Some("s".into()));
     /// assert_eq!(scope.request_state(), Some("s"));
     /// ```
     pub fn with_input(mut self, responses: InputResponses, request_state: Option<String>) -> Self {
@@ -277,7 +277,7 @@ impl RequestScope {
     /// The answers to the previous round's input requests; `None` on a first run.
     ///
     /// ```
-    /// assert!(mcp_core::RequestScope::new().input_responses().is_none());
+    /// assert!(ferrymcp_core::RequestScope::new().input_responses().is_none());
     /// ```
     pub fn input_responses(&self) -> Option<&InputResponses> {
         self.input_responses.as_ref()
@@ -286,7 +286,7 @@ impl RequestScope {
     /// The state the tool returned with its last input request.
     ///
     /// ```
-    /// assert!(mcp_core::RequestScope::new().request_state().is_none());
+    /// assert!(ferrymcp_core::RequestScope::new().request_state().is_none());
     /// ```
     pub fn request_state(&self) -> Option<&str> {
         self.request_state.as_deref()
@@ -299,7 +299,7 @@ impl RequestScope {
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// use std::sync::{Arc, atomic::{AtomicBool, Ordering}};
-    /// use mcp_core::{Context, Server, ToolDef};
+    /// use ferrymcp_core::{Context, Server, ToolDef};
     /// let ran = Arc::new(AtomicBool::new(false));
     /// let flag = ran.clone();
     /// let s = Server::new("s");
@@ -336,7 +336,7 @@ impl RequestScope {
     /// Sets the protocol version.
     ///
     /// ```
-    /// use mcp_core::{Era, RequestScope, types::ProtocolVersion};
+    /// use ferrymcp_core::{Era, RequestScope, types::ProtocolVersion};
     /// assert_eq!(RequestScope::new().with_protocol_version(ProtocolVersion::V_2025_11_25).era(), Era::Legacy);
     /// ```
     pub fn with_protocol_version(mut self, version: ProtocolVersion) -> Self {
@@ -347,9 +347,9 @@ impl RequestScope {
     /// Sets the request's `_meta`.
     ///
     /// ```
-    /// let mut meta = mcp_core::types::JsonObject::new();
+    /// let mut meta = ferrymcp_core::types::JsonObject::new();
     /// meta.insert("k".into(), 1.into());
-    /// assert_eq!(mcp_core::RequestScope::new().with_meta(meta).meta()["k"], 1);
+    /// assert_eq!(ferrymcp_core::RequestScope::new().with_meta(meta).meta()["k"], 1);
     /// ```
     pub fn with_meta(mut self, meta: JsonObject) -> Self {
         self.meta = meta;
@@ -360,7 +360,7 @@ impl RequestScope {
     /// this request (`io.modelcontextprotocol/clientCapabilities.extensions[id]`).
     ///
     /// ```
-    /// use mcp_core::RequestScope;
+    /// use ferrymcp_core::RequestScope;
     /// let scope = RequestScope::new().with_client_extension("io.modelcontextprotocol/tasks", Default::default());
     /// assert!(scope.client_extension("io.modelcontextprotocol/tasks").is_some());
     /// ```
@@ -390,7 +390,7 @@ impl RequestScope {
     ///
     /// ```
     /// let token = tokio_util::sync::CancellationToken::new();
-    /// let scope = mcp_core::RequestScope::new().with_cancellation(token.clone());
+    /// let scope = ferrymcp_core::RequestScope::new().with_cancellation(token.clone());
     /// token.cancel();
     /// assert!(scope.cancellation().is_cancelled());
     /// ```
@@ -403,7 +403,7 @@ impl RequestScope {
     ///
     /// ```
     /// #[derive(Clone)] struct Tenant(&'static str);
-    /// let scope = mcp_core::RequestScope::new().with_extension(Tenant("acme"));
+    /// let scope = ferrymcp_core::RequestScope::new().with_extension(Tenant("acme"));
     /// assert_eq!(scope.extensions().get::<Tenant>().unwrap().0, "acme");
     /// ```
     pub fn with_extension<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
@@ -414,7 +414,7 @@ impl RequestScope {
     /// The negotiated or per-request protocol version.
     ///
     /// ```
-    /// assert!(mcp_core::RequestScope::new().protocol_version().is_none());
+    /// assert!(ferrymcp_core::RequestScope::new().protocol_version().is_none());
     /// ```
     pub fn protocol_version(&self) -> Option<&ProtocolVersion> {
         self.protocol_version.as_ref()
@@ -423,7 +423,7 @@ impl RequestScope {
     /// The request's protocol era.
     ///
     /// ```
-    /// assert_eq!(mcp_core::RequestScope::new().era(), mcp_core::Era::Unknown);
+    /// assert_eq!(ferrymcp_core::RequestScope::new().era(), ferrymcp_core::Era::Unknown);
     /// ```
     pub fn era(&self) -> Era {
         Era::of(self.protocol_version.as_ref())
@@ -432,7 +432,7 @@ impl RequestScope {
     /// The request's `_meta`.
     ///
     /// ```
-    /// assert!(mcp_core::RequestScope::new().meta().is_empty());
+    /// assert!(ferrymcp_core::RequestScope::new().meta().is_empty());
     /// ```
     pub fn meta(&self) -> &JsonObject {
         &self.meta
@@ -443,7 +443,7 @@ impl RequestScope {
     /// counts as a declaration (SEP-2663 §2.2).
     ///
     /// ```
-    /// assert!(mcp_core::RequestScope::new().client_extension("x").is_none());
+    /// assert!(ferrymcp_core::RequestScope::new().client_extension("x").is_none());
     /// ```
     pub fn client_extension(&self, id: &str) -> Option<&JsonObject> {
         self.meta
@@ -456,7 +456,7 @@ impl RequestScope {
     /// Cancelled when the client cancels the request or the connection closes.
     ///
     /// ```
-    /// assert!(!mcp_core::RequestScope::new().cancellation().is_cancelled());
+    /// assert!(!ferrymcp_core::RequestScope::new().cancellation().is_cancelled());
     /// ```
     pub fn cancellation(&self) -> &CancellationToken {
         &self.cancellation
@@ -465,7 +465,7 @@ impl RequestScope {
     /// The JSON-RPC id, for requests that came over a transport.
     ///
     /// ```
-    /// assert!(mcp_core::RequestScope::new().request_id().is_none());
+    /// assert!(ferrymcp_core::RequestScope::new().request_id().is_none());
     /// ```
     pub fn request_id(&self) -> Option<&RequestId> {
         self.request_id.as_ref()
@@ -474,7 +474,7 @@ impl RequestScope {
     /// The connected client, for notifications; `None` in process.
     ///
     /// ```
-    /// assert!(mcp_core::RequestScope::new().peer().is_none());
+    /// assert!(ferrymcp_core::RequestScope::new().peer().is_none());
     /// ```
     pub fn peer(&self) -> Option<&Peer<RoleServer>> {
         self.peer.as_ref()
@@ -483,7 +483,7 @@ impl RequestScope {
     /// Typed values attached to the request: over HTTP, `http::request::Parts` (headers...).
     ///
     /// ```
-    /// assert!(mcp_core::RequestScope::new().extensions().get::<u8>().is_none());
+    /// assert!(ferrymcp_core::RequestScope::new().extensions().get::<u8>().is_none());
     /// ```
     pub fn extensions(&self) -> &Extensions {
         &self.extensions
@@ -497,7 +497,7 @@ impl RequestScope {
 /// `Context` is an extractor: put it among a tool's parameters.
 ///
 /// ```
-/// use mcp_core::{Context, Server, ToolDef};
+/// use ferrymcp_core::{Context, Server, ToolDef};
 ///
 /// async fn whoami(cx: Context) -> String {
 ///     format!("context server: {}", cx.server().name())
@@ -515,7 +515,7 @@ impl Context {
     /// A context for `server` within `scope`.
     ///
     /// ```
-    /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), mcp_core::RequestScope::new());
+    /// let cx = ferrymcp_core::Context::new(ferrymcp_core::Server::new("s"), ferrymcp_core::RequestScope::new());
     /// assert_eq!(cx.server().name(), "s");
     /// ```
     pub fn new(server: Server, mut scope: RequestScope) -> Self {
@@ -532,7 +532,7 @@ impl Context {
     /// running now.
     ///
     /// ```
-    /// let cx = mcp_core::Context::new(mcp_core::Server::new("root"), Default::default());
+    /// let cx = ferrymcp_core::Context::new(ferrymcp_core::Server::new("root"), Default::default());
     /// assert_eq!(cx.root().name(), "root");
     /// ```
     pub fn root(&self) -> &Server {
@@ -542,7 +542,7 @@ impl Context {
     /// The background task this run belongs to, if any.
     ///
     /// ```
-    /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), Default::default());
+    /// let cx = ferrymcp_core::Context::new(ferrymcp_core::Server::new("s"), Default::default());
     /// assert!(cx.task_id().is_none());
     /// ```
     pub fn task_id(&self) -> Option<&str> {
@@ -552,7 +552,7 @@ impl Context {
     /// Whether this run is a background task.
     ///
     /// ```
-    /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), Default::default());
+    /// let cx = ferrymcp_core::Context::new(ferrymcp_core::Server::new("s"), Default::default());
     /// assert!(!cx.is_background_task());
     /// ```
     pub fn is_background_task(&self) -> bool {
@@ -562,7 +562,7 @@ impl Context {
     /// The answers to the previous input round, by the tool's own keys.
     ///
     /// ```
-    /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), Default::default());
+    /// let cx = ferrymcp_core::Context::new(ferrymcp_core::Server::new("s"), Default::default());
     /// assert!(cx.input_responses().is_none());
     /// ```
     pub fn input_responses(&self) -> Option<&InputResponses> {
@@ -572,7 +572,7 @@ impl Context {
     /// The state returned with the previous input round.
     ///
     /// ```
-    /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), Default::default());
+    /// let cx = ferrymcp_core::Context::new(ferrymcp_core::Server::new("s"), Default::default());
     /// assert!(cx.request_state().is_none());
     /// ```
     pub fn request_state(&self) -> Option<&str> {
@@ -588,7 +588,7 @@ impl Context {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), Default::default());
+    /// let cx = ferrymcp_core::Context::new(ferrymcp_core::Server::new("s"), Default::default());
     /// assert!(!cx.close_sse_stream().await); // in process: no stream
     /// # });
     /// ```
@@ -610,8 +610,8 @@ impl Context {
     /// The same request, seen from `server` (a mounted child).
     ///
     /// ```
-    /// let cx = mcp_core::Context::new(mcp_core::Server::new("parent"), Default::default());
-    /// assert_eq!(cx.for_server(&mcp_core::Server::new("child")).server().name(), "child");
+    /// let cx = ferrymcp_core::Context::new(ferrymcp_core::Server::new("parent"), Default::default());
+    /// assert_eq!(cx.for_server(&ferrymcp_core::Server::new("child")).server().name(), "child");
     /// ```
     pub fn for_server(&self, server: &Server) -> Context {
         Context {
@@ -623,7 +623,7 @@ impl Context {
     /// The server whose call is running: for a mounted tool, the child that owns it.
     ///
     /// ```
-    /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), Default::default());
+    /// let cx = ferrymcp_core::Context::new(ferrymcp_core::Server::new("s"), Default::default());
     /// assert_eq!(cx.server().name(), "s");
     /// ```
     pub fn server(&self) -> &Server {
@@ -633,7 +633,7 @@ impl Context {
     /// The request scope shared by every server level.
     ///
     /// ```
-    /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), Default::default());
+    /// let cx = ferrymcp_core::Context::new(ferrymcp_core::Server::new("s"), Default::default());
     /// assert!(cx.scope().meta().is_empty());
     /// ```
     pub fn scope(&self) -> &RequestScope {
@@ -643,8 +643,8 @@ impl Context {
     /// The request's protocol era.
     ///
     /// ```
-    /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), Default::default());
-    /// assert_eq!(cx.era(), mcp_core::Era::Unknown);
+    /// let cx = ferrymcp_core::Context::new(ferrymcp_core::Server::new("s"), Default::default());
+    /// assert_eq!(cx.era(), ferrymcp_core::Era::Unknown);
     /// ```
     pub fn era(&self) -> Era {
         self.scope.era()
@@ -653,7 +653,7 @@ impl Context {
     /// Cancelled when the client cancels the request.
     ///
     /// ```
-    /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), Default::default());
+    /// let cx = ferrymcp_core::Context::new(ferrymcp_core::Server::new("s"), Default::default());
     /// assert!(!cx.cancellation().is_cancelled());
     /// ```
     pub fn cancellation(&self) -> &CancellationToken {

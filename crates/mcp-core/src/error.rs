@@ -3,7 +3,7 @@
 
 use std::error::Error as StdError;
 
-use mcp_types::{ErrorCode, ErrorData};
+use ferrymcp_types::{ErrorCode, ErrorData};
 
 /// The error a tool body returns.
 ///
@@ -18,7 +18,7 @@ use mcp_types::{ErrorCode, ErrorData};
 /// | `?` on any other error | `isError: true` with `Error calling tool '<name>'`, plus `: <error>` when the owning server does not mask error details |
 ///
 /// ```
-/// use mcp_core::ToolError;
+/// use ferrymcp_core::ToolError;
 ///
 /// fn parse(text: &str) -> Result<i64, ToolError> {
 ///     if text.is_empty() {
@@ -44,7 +44,7 @@ impl ToolError {
     /// A tool error the client sees as `isError: true` with `message`.
     ///
     /// ```
-    /// let e = mcp_core::ToolError::new("Access denied: admin only");
+    /// let e = ferrymcp_core::ToolError::new("Access denied: admin only");
     /// assert_eq!(e.to_string(), "Access denied: admin only");
     /// ```
     pub fn new(message: impl Into<String>) -> Self {
@@ -56,7 +56,7 @@ impl ToolError {
     /// A JSON-RPC error returned as is (the call fails at the protocol level).
     ///
     /// ```
-    /// use mcp_core::{ToolError, types::ErrorData};
+    /// use ferrymcp_core::{ToolError, types::ErrorData};
     /// let e = ToolError::protocol(ErrorData::internal_error("protocol fault", None));
     /// assert!(e.to_string().contains("protocol fault"));
     /// ```
@@ -69,8 +69,8 @@ impl ToolError {
     /// Invalid arguments: JSON-RPC `-32602` with `message`.
     ///
     /// ```
-    /// let e = mcp_core::ToolError::invalid_arguments("a: expected an integer");
-    /// assert!(matches!(e.into_failure("add", true), mcp_core::ToolFailure::Error(e) if e.code.0 == -32602));
+    /// let e = ferrymcp_core::ToolError::invalid_arguments("a: expected an integer");
+    /// assert!(matches!(e.into_failure("add", true), ferrymcp_core::ToolFailure::Error(e) if e.code.0 == -32602));
     /// ```
     pub fn invalid_arguments(message: impl Into<String>) -> Self {
         Self {
@@ -81,7 +81,7 @@ impl ToolError {
     /// An internal failure, masked unless the owning server unmasks error details.
     ///
     /// ```
-    /// let e = mcp_core::ToolError::internal(std::io::Error::other("disk full"));
+    /// let e = ferrymcp_core::ToolError::internal(std::io::Error::other("disk full"));
     /// assert!(e.to_string().contains("disk full"));
     /// ```
     pub fn internal(error: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
@@ -98,13 +98,13 @@ impl ToolError {
     /// model reads, or a JSON-RPC error. `tool` names the tool in masked messages.
     ///
     /// ```
-    /// use mcp_core::{ToolError, ToolFailure};
+    /// use ferrymcp_core::{ToolError, ToolFailure};
     /// let masked = ToolError::internal(std::io::Error::other("secret")).into_failure("leak", true);
     /// let ToolFailure::Result(result) = masked else { panic!("a result") };
     /// assert_eq!(result.content[0].as_text().unwrap().text, "Error calling tool 'leak'");
     /// ```
     pub fn into_failure(self, tool: &str, mask_details: bool) -> ToolFailure {
-        use mcp_types::{CallToolResult, ContentBlock};
+        use ferrymcp_types::{CallToolResult, ContentBlock};
         match self.kind {
             ToolErrorKind::Message(message) => {
                 ToolFailure::Result(CallToolResult::error(vec![ContentBlock::text(message)]))
@@ -129,14 +129,14 @@ impl ToolError {
 /// What a failed tool call answers ([`ToolError::into_failure`]).
 ///
 /// ```
-/// use mcp_core::{ToolError, ToolFailure};
+/// use ferrymcp_core::{ToolError, ToolFailure};
 /// let failure = ToolError::invalid_arguments("a: expected an integer").into_failure("add", true);
 /// assert!(matches!(failure, ToolFailure::Error(e) if e.code.0 == -32602));
 /// ```
 #[derive(Debug, Clone)]
 pub enum ToolFailure {
     /// A `CallToolResult` with `isError: true`: the model sees the message and may retry.
-    Result(mcp_types::CallToolResult),
+    Result(ferrymcp_types::CallToolResult),
     /// A JSON-RPC error: the request itself was wrong (invalid arguments) or failed.
     Error(ErrorData),
 }
@@ -145,13 +145,13 @@ impl ToolFailure {
     /// The answer as a tool call's: the result is a complete response, the error stays one.
     ///
     /// ```
-    /// use mcp_core::{ToolError, types::CallToolResponse};
+    /// use ferrymcp_core::{ToolError, types::CallToolResponse};
     /// let answer = ToolError::new("no such city").into_failure("weather", true).into_response();
     /// assert!(matches!(answer, Ok(CallToolResponse::Complete(r)) if r.is_error == Some(true)));
     /// ```
-    pub fn into_response(self) -> Result<mcp_types::CallToolResponse, ErrorData> {
+    pub fn into_response(self) -> Result<ferrymcp_types::CallToolResponse, ErrorData> {
         match self {
-            Self::Result(result) => Ok(mcp_types::CallToolResponse::Complete(result)),
+            Self::Result(result) => Ok(ferrymcp_types::CallToolResponse::Complete(result)),
             Self::Error(error) => Err(error),
         }
     }
@@ -163,10 +163,10 @@ impl ToolError {
     /// arguments are shown as they are; internal errors are masked when `mask_details`.
     ///
     /// ```
-    /// let error = mcp_core::ToolError::new("the file is locked")
+    /// let error = ferrymcp_core::ToolError::new("the file is locked")
     ///     .into_request_error("resource", "file://a", true);
     /// assert_eq!((error.code.0, error.message.as_ref()), (-32603, "the file is locked"));
-    /// let masked = mcp_core::ToolError::internal(std::io::Error::other("secret"))
+    /// let masked = ferrymcp_core::ToolError::internal(std::io::Error::other("secret"))
     ///     .into_request_error("resource", "file://a", true);
     /// assert_eq!(masked.message, "Error reading resource 'file://a'");
     /// ```
@@ -207,7 +207,7 @@ impl ToolError {
 /// chose to show ([`ToolError::new`], [`ToolError::protocol`]) are not masked.
 ///
 /// ```
-/// let error = mcp_core::masked_internal_error("task store unavailable: redis://:pw@db/0");
+/// let error = ferrymcp_core::masked_internal_error("task store unavailable: redis://:pw@db/0");
 /// assert_eq!(error.code.0, -32603);
 /// assert!(error.message.starts_with("Internal error (id: "));
 /// assert!(!error.message.contains("pw"));
@@ -272,7 +272,7 @@ impl std::fmt::Debug for ToolError {
 /// Errors from building, mounting, starting and serving a [`Server`](crate::Server).
 ///
 /// ```
-/// use mcp_core::{Server, ServerError};
+/// use ferrymcp_core::{Server, ServerError};
 /// let server = Server::new("s");
 /// assert!(matches!(server.mount(&server, None), Err(ServerError::MountSelf)));
 /// ```
@@ -376,7 +376,7 @@ pub enum ServerError {
     AlreadyStarted(String),
     /// Task tools need an extension that runs tasks.
     #[error(
-        "Task-enabled tools ({tools}) require the tasks extension, but no extension with identifier '{id}' is registered. Add it at the root server: `server.add_extension(mcp_tasks::TasksExtension::new())` (crate `mcp-tasks`, or the `tasks` feature of `mcpkit`)."
+        "Task-enabled tools ({tools}) require the tasks extension, but no extension with identifier '{id}' is registered. Add it at the root server: `server.add_extension(ferrymcp_tasks::TasksExtension::new())` (crate `ferrymcp-tasks`, or the `tasks` feature of `ferrymcp`)."
     )]
     TasksExtensionMissing {
         /// The task tools, comma-separated.

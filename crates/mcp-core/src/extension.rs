@@ -15,7 +15,7 @@
 //! advertised or served by its parent, and only the root's start and stop hooks run.
 //!
 //! ```
-//! use mcp_core::{CallTool, Extension, Server, ToolCallNext, types::{CallToolResponse, ErrorData}};
+//! use ferrymcp_core::{CallTool, Extension, Server, ToolCallNext, types::{CallToolResponse, ErrorData}};
 //!
 //! /// Refuses every tool whose name starts with `admin_`.
 //! struct Guard;
@@ -42,7 +42,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use mcp_types::{CallToolResponse, ErrorCode, ErrorData, JsonObject};
+use ferrymcp_types::{CallToolResponse, ErrorCode, ErrorData, JsonObject};
 use serde_json::Value;
 
 use crate::{BoxFuture, CallTool, Context, Server};

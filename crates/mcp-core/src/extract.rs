@@ -6,7 +6,7 @@
 //! `Deserialize` reads them and its `JsonSchema` is the tool's input schema.
 //!
 //! ```
-//! use mcp_core::{Args, Context, CurrentServer, Server, ToolDef};
+//! use ferrymcp_core::{Args, Context, CurrentServer, Server, ToolDef};
 //!
 //! #[derive(serde::Deserialize, schemars::JsonSchema)]
 //! struct Multiply { a: i64, b: i64 }
@@ -25,7 +25,7 @@
 //! (`Option<BearerToken>` does not). A task's worker never has it: tasks do not store it.
 //!
 //! ```
-//! use mcp_core::{Server, ToolDef, auth::Principal};
+//! use ferrymcp_core::{Server, ToolDef, auth::Principal};
 //!
 //! async fn whoami(caller: Principal) -> String {
 //!     caller.subject.unwrap_or(caller.client_id)
@@ -40,7 +40,7 @@
 
 use std::sync::Arc;
 
-use mcp_types::JsonObject;
+use ferrymcp_types::JsonObject;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
@@ -54,7 +54,7 @@ use crate::{
 /// A value taken from the call's [`Context`] (never from its arguments).
 ///
 /// ```
-/// use mcp_core::{Context, FromContext, ToolError};
+/// use ferrymcp_core::{Context, FromContext, ToolError};
 ///
 /// /// The name of the server running the tool.
 /// struct ServerName(String);
@@ -108,7 +108,7 @@ impl FromContext for CancellationToken {
 /// root. It is the same server instance, not a copy.
 ///
 /// ```
-/// use mcp_core::CurrentServer;
+/// use ferrymcp_core::CurrentServer;
 /// async fn name(CurrentServer(server): CurrentServer) -> String {
 ///     format!("server name: {}", server.name())
 /// }
@@ -171,7 +171,7 @@ impl FromContext for Option<BearerToken> {
 /// [`ServerError::MissingState`]: crate::ServerError::MissingState
 ///
 /// ```
-/// use mcp_core::{Server, State, ToolDef};
+/// use ferrymcp_core::{Server, State, ToolDef};
 /// #[derive(Clone)] struct Db(&'static str);
 /// async fn which(State(db): State<Db>) -> String { db.0.to_owned() }
 /// let server = Server::new("s");
@@ -257,7 +257,7 @@ impl<T: FromContext> FromCall<ViaContext> for T {
 /// that still do not fit fail the call with `-32602`, naming the offending field.
 ///
 /// ```
-/// use mcp_core::Args;
+/// use ferrymcp_core::Args;
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct Echo { message: String }
 /// async fn echo(Args(Echo { message }): Args<Echo>) -> String { message }
@@ -312,7 +312,7 @@ impl<T: DeserializeOwned + JsonSchema + Send + 'static> Args<T> {
 /// targets (proxies).
 ///
 /// ```
-/// use mcp_core::{ResourceDef, Target};
+/// use ferrymcp_core::{ResourceDef, Target};
 /// // One handler for every URI the template matches.
 /// let _ = ResourceDef::new("files://{path*}", |Target(uri): Target| async move { uri });
 /// ```
@@ -329,7 +329,7 @@ impl FromCall<ViaArguments> for Target {
 /// parameters are only known at run time (proxies).
 ///
 /// ```
-/// use mcp_core::{PromptDef, RawArgs};
+/// use ferrymcp_core::{PromptDef, RawArgs};
 /// let _ = PromptDef::new("echo", |RawArgs(args): RawArgs| async move {
 ///     serde_json::Value::Object(args).to_string()
 /// });

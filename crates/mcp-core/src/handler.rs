@@ -8,7 +8,7 @@
 
 use std::{future::Future, marker::PhantomData, pin::Pin, sync::Arc};
 
-use mcp_types::{CallToolResponse, CallToolResult, JsonObject};
+use ferrymcp_types::{CallToolResponse, CallToolResult, JsonObject};
 
 use crate::{
     Context, FromCall, FromContext, IntoToolOutput, IntoToolResult, OutputSchema, ToolError,
@@ -25,11 +25,11 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// apart.
 ///
 /// ```
-/// use mcp_core::{Args, Context, HandlerFn};
+/// use ferrymcp_core::{Args, Context, HandlerFn};
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct Id { id: u32 }
 /// async fn profile(Args(Id { id }): Args<Id>) -> String { format!("user {id}") }
-/// fn schema_of<H: HandlerFn<M, R>, M, R>(_: H) -> mcp_core::types::JsonObject { H::input_schema() }
+/// fn schema_of<H: HandlerFn<M, R>, M, R>(_: H) -> ferrymcp_core::types::JsonObject { H::input_schema() }
 /// assert!(schema_of(profile)["properties"]["id"].is_object());
 /// ```
 pub trait HandlerFn<M, R>: Clone + Send + Sync + 'static {
@@ -128,7 +128,7 @@ impl_handler_fn!([T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11], T12);
 /// Implemented for `async fn`s and closures whose parameters are extractors.
 ///
 /// ```
-/// use mcp_core::{Args, Context, ToolDef};
+/// use ferrymcp_core::{Args, Context, ToolDef};
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct Add { a: i64, b: i64 }
 ///
@@ -196,8 +196,8 @@ where
 /// Register it with [`ToolDef::dynamic`](crate::ToolDef::dynamic).
 ///
 /// ```
-/// use mcp_core::{BoxFuture, Context, ToolDef, ToolError, ToolHandler};
-/// use mcp_core::types::{CallToolResult, ContentBlock, JsonObject};
+/// use ferrymcp_core::{BoxFuture, Context, ToolDef, ToolError, ToolHandler};
+/// use ferrymcp_core::types::{CallToolResult, ContentBlock, JsonObject};
 ///
 /// struct Echo;
 /// impl ToolHandler for Echo {

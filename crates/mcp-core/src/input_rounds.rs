@@ -23,7 +23,7 @@
 //! answers and runs the handler again. A client that did not declare the capability gets
 //! a clear `-32600` error instead.
 
-use mcp_types::{
+use ferrymcp_types::{
     CallToolResponse, ClientCapabilities, ErrorData, GetPromptResponse, InputRequest,
     InputRequests, InputRequiredResult, InputResponses, ReadResourceResponse, ResultType,
     ServerRequest,

@@ -6,7 +6,7 @@
 //! [`Context`] and [`CurrentServer`] for the request. Resources and templates
 //! ([`ResourceDef`]) and prompts ([`PromptDef`]) are functions the same way. Servers [`mount`](Server::mount) into
 //! servers under a namespace (`child` + `multiply` = `child_multiply`), [`Middleware`] wraps
-//! any level, and an [`Extension`] (such as `mcp-tasks`) adds protocol features. The same
+//! any level, and an [`Extension`] (such as `ferrymcp-tasks`) adds protocol features. The same
 //! server serves stdio ([`Server::serve_stdio`]) and Streamable HTTP
 //! ([`Server::serve_http`]), on both protocol eras (2026-07-28 and 2025-11-25), and can be
 //! called in process ([`Server::call_tool`]). Over HTTP the `auth` feature makes it an OAuth
@@ -14,7 +14,7 @@
 //! [`require`](ToolDef::requires) scopes of the caller ([`auth::Principal`]).
 //!
 //! ```
-//! use mcp_core::{Args, Server, ToolDef};
+//! use ferrymcp_core::{Args, Server, ToolDef};
 //!
 //! #[derive(serde::Deserialize, schemars::JsonSchema)]
 //! struct Pair { a: i64, b: i64 }
@@ -67,7 +67,7 @@ pub mod transport;
 pub mod uri_template;
 pub mod version;
 
-pub use mcp_types as types;
+pub use ferrymcp_types as types;
 
 pub use context::{Context, Era, RequestScope};
 pub use error::{ServerError, ToolError, ToolFailure, masked_internal_error};

@@ -9,7 +9,7 @@
 //!   created, so progress becomes the task's `statusMessage` instead.
 //!
 //! ```
-//! use mcp_core::{Context, LogLevel, Server};
+//! use ferrymcp_core::{Context, LogLevel, Server};
 //!
 //! async fn import(cx: Context) -> &'static str {
 //!     cx.log(LogLevel::Info, "starting the import").await;
@@ -25,7 +25,7 @@
 
 use std::sync::Arc;
 
-use mcp_types::{LoggingMessageNotificationParam, ProgressNotificationParam};
+use ferrymcp_types::{LoggingMessageNotificationParam, ProgressNotificationParam};
 use serde_json::Value;
 
 use crate::{BoxFuture, Context};
@@ -33,7 +33,7 @@ use crate::{BoxFuture, Context};
 /// The severity of a log message (RFC 5424 order: `Debug` is the lowest).
 ///
 /// ```
-/// use mcp_core::LogLevel;
+/// use ferrymcp_core::LogLevel;
 /// assert!(LogLevel::Error > LogLevel::Info);
 /// assert_eq!(LogLevel::parse("warning"), Some(LogLevel::Warning));
 /// ```
@@ -72,7 +72,7 @@ impl LogLevel {
     /// The level named as on the wire (`"info"`, `"warning"`, ...).
     ///
     /// ```
-    /// assert_eq!(mcp_core::LogLevel::parse("nope"), None);
+    /// assert_eq!(ferrymcp_core::LogLevel::parse("nope"), None);
     /// ```
     pub fn parse(name: &str) -> Option<LogLevel> {
         Self::NAMES
@@ -84,7 +84,7 @@ impl LogLevel {
     /// The wire name.
     ///
     /// ```
-    /// assert_eq!(mcp_core::LogLevel::Notice.as_str(), "notice");
+    /// assert_eq!(ferrymcp_core::LogLevel::Notice.as_str(), "notice");
     /// ```
     pub fn as_str(self) -> &'static str {
         Self::NAMES
@@ -97,7 +97,7 @@ impl LogLevel {
     /// `Info` and `Notice` at INFO, `Warning` at WARN, `Error` and above at ERROR.
     ///
     /// ```
-    /// use mcp_core::LogLevel;
+    /// use ferrymcp_core::LogLevel;
     /// assert_eq!(LogLevel::Notice.tracing_level(), tracing::Level::INFO);
     /// assert_eq!(LogLevel::Critical.tracing_level(), tracing::Level::ERROR);
     /// ```
@@ -112,12 +112,12 @@ impl LogLevel {
         }
     }
 
-    fn to_wire(self) -> Option<mcp_types::LoggingLevel> {
+    fn to_wire(self) -> Option<ferrymcp_types::LoggingLevel> {
         serde_json::from_value(Value::String(self.as_str().to_owned())).ok()
     }
 
     /// The level a wire value names.
-    pub(crate) fn from_wire(level: &mcp_types::LoggingLevel) -> Option<LogLevel> {
+    pub(crate) fn from_wire(level: &ferrymcp_types::LoggingLevel) -> Option<LogLevel> {
         serde_json::to_value(level)
             .ok()
             .and_then(|v| v.as_str().and_then(LogLevel::parse))
@@ -127,7 +127,7 @@ impl LogLevel {
 /// One progress report.
 ///
 /// ```
-/// let p = mcp_core::Progress { progress: 3.0, total: Some(10.0), message: Some("copying".into()) };
+/// let p = ferrymcp_core::Progress { progress: 3.0, total: Some(10.0), message: Some("copying".into()) };
 /// assert_eq!(p.status_text(), "copying (3/10)");
 /// ```
 #[derive(Debug, Clone, PartialEq)]
@@ -164,8 +164,8 @@ impl Context {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), Default::default());
-    /// cx.log(mcp_core::LogLevel::Info, "no client here: only tracing").await;
+    /// let cx = ferrymcp_core::Context::new(ferrymcp_core::Server::new("s"), Default::default());
+    /// cx.log(ferrymcp_core::LogLevel::Info, "no client here: only tracing").await;
     /// # });
     /// ```
     pub async fn log(&self, level: LogLevel, data: impl Into<Value>) {
@@ -211,7 +211,7 @@ impl Context {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), Default::default());
+    /// let cx = ferrymcp_core::Context::new(ferrymcp_core::Server::new("s"), Default::default());
     /// cx.report_progress(1.0, None, None).await; // no token, no task: nothing to do
     /// # });
     /// ```

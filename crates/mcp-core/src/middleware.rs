@@ -22,7 +22,7 @@
 //! the child's middleware.
 //!
 //! ```
-//! use mcp_core::{CallTool, Middleware, Next, Server, types::{CallToolResponse, ErrorData}};
+//! use ferrymcp_core::{CallTool, Middleware, Next, Server, types::{CallToolResponse, ErrorData}};
 //!
 //! struct Log;
 //!
@@ -44,7 +44,7 @@
 use std::{marker::PhantomData, sync::Arc};
 
 use async_trait::async_trait;
-use mcp_types::{
+use ferrymcp_types::{
     CallToolResponse, DiscoverResult, ErrorData, GetPromptResponse, InitializeRequestParams,
     InitializeResult, JsonObject, ReadResourceResponse,
 };
@@ -73,7 +73,7 @@ impl CallTool {
     /// The request as seen from this server.
     ///
     /// ```
-    /// # use mcp_core::CallTool;
+    /// # use ferrymcp_core::CallTool;
     /// fn server_name(call: &CallTool) -> &str { call.context().server().name() }
     /// ```
     pub fn context(&self) -> &Context {
@@ -92,7 +92,7 @@ impl ListTools {
     /// The request as seen from this server.
     ///
     /// ```
-    /// # use mcp_core::ListTools;
+    /// # use ferrymcp_core::ListTools;
     /// fn server_name(list: &ListTools) -> &str { list.context().server().name() }
     /// ```
     pub fn context(&self) -> &Context {
@@ -147,7 +147,7 @@ impl ReadResource {
     /// The request as seen from this server.
     ///
     /// ```
-    /// # use mcp_core::ReadResource;
+    /// # use ferrymcp_core::ReadResource;
     /// fn uri(read: &ReadResource) -> &str { &read.uri }
     /// ```
     pub fn context(&self) -> &Context {
@@ -172,7 +172,7 @@ impl GetPrompt {
     /// The request as seen from this server.
     ///
     /// ```
-    /// # use mcp_core::GetPrompt;
+    /// # use ferrymcp_core::GetPrompt;
     /// fn name(get: &GetPrompt) -> &str { &get.name }
     /// ```
     pub fn context(&self) -> &Context {
@@ -194,7 +194,7 @@ impl CustomRequest {
     /// The request as seen from this server.
     ///
     /// ```
-    /// # use mcp_core::CustomRequest;
+    /// # use ferrymcp_core::CustomRequest;
     /// fn server_name(r: &CustomRequest) -> &str { r.context().server().name() }
     /// ```
     pub fn context(&self) -> &Context {
@@ -216,7 +216,7 @@ impl Notification {
     /// The notification as seen from this server.
     ///
     /// ```
-    /// # use mcp_core::Notification;
+    /// # use ferrymcp_core::Notification;
     /// fn server_name(n: &Notification) -> &str { n.context().server().name() }
     /// ```
     pub fn context(&self) -> &Context {
@@ -276,7 +276,7 @@ impl Message {
     /// The JSON-RPC method name.
     ///
     /// ```
-    /// # use mcp_core::Message;
+    /// # use ferrymcp_core::Message;
     /// fn is_call(m: &Message) -> bool { m.method() == "tools/call" }
     /// ```
     pub fn method(&self) -> &str {
@@ -298,7 +298,7 @@ impl Message {
     /// The message as seen from the server handling it.
     ///
     /// ```
-    /// # use mcp_core::Message;
+    /// # use ferrymcp_core::Message;
     /// fn server_name(m: &Message) -> &str { m.context().server().name() }
     /// ```
     pub fn context(&self) -> &Context {
@@ -320,7 +320,7 @@ impl Message {
     /// Whether this is a notification (no reply is sent to the client).
     ///
     /// ```
-    /// # use mcp_core::Message;
+    /// # use ferrymcp_core::Message;
     /// fn needs_reply(m: &Message) -> bool { !m.is_notification() }
     /// ```
     pub fn is_notification(&self) -> bool {

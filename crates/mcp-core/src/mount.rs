@@ -18,7 +18,7 @@ use crate::{Server, ServerError, auth::Requirement};
 /// How a child is mounted: its namespace and tool renames.
 ///
 /// ```
-/// use mcp_core::{MountOptions, Server, ToolDef};
+/// use ferrymcp_core::{MountOptions, Server, ToolDef};
 /// let child = Server::new("child");
 /// child.add_tool(ToolDef::new("original_tool", || async { 1 })).unwrap();
 /// let parent = Server::new("parent");
@@ -39,7 +39,7 @@ impl MountOptions {
     /// No namespace, no renames.
     ///
     /// ```
-    /// let _ = mcp_core::MountOptions::new();
+    /// let _ = ferrymcp_core::MountOptions::new();
     /// ```
     pub fn new() -> Self {
         Self::default()
@@ -48,7 +48,7 @@ impl MountOptions {
     /// The namespace: the child's `t` becomes `<namespace>_t`. An empty namespace is none.
     ///
     /// ```
-    /// let _ = mcp_core::MountOptions::new().namespace("child");
+    /// let _ = ferrymcp_core::MountOptions::new().namespace("child");
     /// ```
     pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
         let namespace = namespace.into();
@@ -59,7 +59,7 @@ impl MountOptions {
     /// Exposes the child's tool `original` as `renamed` (then namespaced).
     ///
     /// ```
-    /// let _ = mcp_core::MountOptions::new().rename_tool("a", "b");
+    /// let _ = ferrymcp_core::MountOptions::new().rename_tool("a", "b");
     /// ```
     pub fn rename_tool(mut self, original: impl Into<String>, renamed: impl Into<String>) -> Self {
         self.renames.push((original.into(), renamed.into()));
@@ -71,7 +71,7 @@ impl MountOptions {
     /// that does not meet it sees none of the child's components.
     ///
     /// ```
-    /// use mcp_core::{MountOptions, Server, ToolDef, ToolCall, RequestScope, auth::Principal};
+    /// use ferrymcp_core::{MountOptions, Server, ToolDef, ToolCall, RequestScope, auth::Principal};
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// let child = Server::new("child");
     /// child.add_tool(ToolDef::new("echo", || async { "hi" })).unwrap();

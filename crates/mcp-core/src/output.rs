@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use base64::Engine as _;
-use mcp_types::{
+use ferrymcp_types::{
     CallToolResponse, CallToolResult, ContentBlock, InputRequest, InputRequests,
     InputRequiredResult, JsonObject, meta,
 };
@@ -36,7 +36,7 @@ impl OutputSchema {
     /// The output schema of `T`: as is when it describes an object, wrapped otherwise.
     ///
     /// ```
-    /// let s = mcp_core::OutputSchema::of::<i64>();
+    /// let s = ferrymcp_core::OutputSchema::of::<i64>();
     /// assert!(s.is_wrapped());
     /// ```
     pub fn of<T: JsonSchema>() -> Self {
@@ -57,7 +57,7 @@ impl OutputSchema {
     /// Whether results are wrapped as `{"result": value}`.
     ///
     /// ```
-    /// assert!(!mcp_core::OutputSchema::of::<std::collections::HashMap<String, i64>>().is_wrapped());
+    /// assert!(!ferrymcp_core::OutputSchema::of::<std::collections::HashMap<String, i64>>().is_wrapped());
     /// ```
     pub fn is_wrapped(&self) -> bool {
         self.wrapped
@@ -66,7 +66,7 @@ impl OutputSchema {
     /// The schema advertised as the tool's `outputSchema`.
     ///
     /// ```
-    /// let s = mcp_core::OutputSchema::of::<String>();
+    /// let s = ferrymcp_core::OutputSchema::of::<String>();
     /// assert_eq!(s.schema()["type"], "object");
     /// ```
     pub fn schema(&self) -> &JsonObject {
@@ -141,7 +141,7 @@ pub(crate) fn wrapped_result(value: Value) -> CallToolResult {
     result.structured_content = Some(Value::Object(structured));
     let mut marker = JsonObject::new();
     marker.insert(meta::WRAP_RESULT.into(), Value::Bool(true));
-    let mut result_meta = mcp_types::MetaObject::new();
+    let mut result_meta = ferrymcp_types::MetaObject::new();
     result_meta.insert(meta::FASTMCP.into(), Value::Object(marker));
     result.meta = Some(result_meta);
     result
@@ -266,7 +266,7 @@ impl IntoToolOutput for JsonObject {
 /// `T`'s JSON schema, wrapped as `{"result": value}` unless the schema is an object.
 ///
 /// ```
-/// use mcp_core::Json;
+/// use ferrymcp_core::Json;
 /// #[derive(serde::Serialize, schemars::JsonSchema)]
 /// struct Totals { count: u32, total: u32 }
 /// async fn totals() -> Json<Totals> { Json(Totals { count: 100, total: 500 }) }
@@ -329,7 +329,7 @@ impl IntoToolOutput for ContentBlock {
 /// Several content blocks, passed through as the content.
 ///
 /// ```
-/// use mcp_core::{Contents, types::ContentBlock};
+/// use ferrymcp_core::{Contents, types::ContentBlock};
 /// async fn two() -> Contents { Contents(vec![ContentBlock::text("a"), ContentBlock::text("b")]) }
 /// ```
 #[derive(Debug, Clone, Default)]
@@ -347,7 +347,7 @@ impl IntoToolOutput for Contents {
 /// Raw bytes: a UTF-8 text block, or base64 text when they are not UTF-8.
 ///
 /// ```
-/// async fn raw() -> mcp_core::Bytes { mcp_core::Bytes(b"hello".to_vec()) }
+/// async fn raw() -> ferrymcp_core::Bytes { ferrymcp_core::Bytes(b"hello".to_vec()) }
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Bytes(pub Vec<u8>);
@@ -368,8 +368,8 @@ impl IntoToolOutput for Bytes {
 /// An image: one image content block, base64-encoded.
 ///
 /// ```
-/// async fn pixel() -> mcp_core::Image {
-///     mcp_core::Image { data: vec![0x89, b'P', b'N', b'G'], mime_type: "image/png".into() }
+/// async fn pixel() -> ferrymcp_core::Image {
+///     ferrymcp_core::Image { data: vec![0x89, b'P', b'N', b'G'], mime_type: "image/png".into() }
 /// }
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -396,8 +396,8 @@ impl IntoToolOutput for Image {
 /// Audio: one audio content block, base64-encoded.
 ///
 /// ```
-/// async fn beep() -> mcp_core::Audio {
-///     mcp_core::Audio { data: vec![1, 2, 3], mime_type: "audio/wav".into() }
+/// async fn beep() -> ferrymcp_core::Audio {
+///     ferrymcp_core::Audio { data: vec![1, 2, 3], mime_type: "audio/wav".into() }
 /// }
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -427,8 +427,8 @@ impl IntoToolOutput for Audio {
 /// never-reused keys instead.
 ///
 /// ```
-/// use mcp_core::InputRequired;
-/// let ask: mcp_core::types::InputRequest = serde_json::from_value(serde_json::json!({
+/// use ferrymcp_core::InputRequired;
+/// let ask: ferrymcp_core::types::InputRequest = serde_json::from_value(serde_json::json!({
 ///     "method": "elicitation/create",
 ///     "params": {"mode": "form", "message": "Your name?",
 ///                "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}
@@ -446,7 +446,7 @@ impl InputRequired {
     /// No requests yet.
     ///
     /// ```
-    /// assert!(mcp_core::InputRequired::new().requests().is_empty());
+    /// assert!(ferrymcp_core::InputRequired::new().requests().is_empty());
     /// ```
     pub fn new() -> Self {
         Self::default()
@@ -455,8 +455,8 @@ impl InputRequired {
     /// Asks for one input under the tool's own `key`.
     ///
     /// ```
-    /// # let ask: mcp_core::types::InputRequest = serde_json::from_value(serde_json::json!({"method": "roots/list"})).unwrap();
-    /// let _ = mcp_core::InputRequired::new().request("roots", ask);
+    /// # let ask: ferrymcp_core::types::InputRequest = serde_json::from_value(serde_json::json!({"method": "roots/list"})).unwrap();
+    /// let _ = ferrymcp_core::InputRequired::new().request("roots", ask);
     /// ```
     pub fn request(mut self, key: impl Into<String>, request: InputRequest) -> Self {
         self.requests.insert(key.into(), request);
@@ -467,7 +467,7 @@ impl InputRequired {
     /// [`Context::request_state`](crate::Context::request_state).
     ///
     /// ```
-    /// let _ = mcp_core::InputRequired::new().with_state("step-2");
+    /// let _ = ferrymcp_core::InputRequired::new().with_state("step-2");
     /// ```
     pub fn with_state(mut self, state: impl Into<String>) -> Self {
         self.state = Some(state.into());
@@ -477,7 +477,7 @@ impl InputRequired {
     /// The requests, by the tool's keys.
     ///
     /// ```
-    /// assert!(mcp_core::InputRequired::new().requests().is_empty());
+    /// assert!(ferrymcp_core::InputRequired::new().requests().is_empty());
     /// ```
     pub fn requests(&self) -> &InputRequests {
         &self.requests
@@ -494,7 +494,7 @@ impl From<InputRequired> for InputRequiredResult {
 /// What a tool that may need client input returns: a value, or a request for input.
 ///
 /// ```
-/// use mcp_core::{Context, InputRequired, Outcome};
+/// use ferrymcp_core::{Context, InputRequired, Outcome};
 ///
 /// async fn greet(cx: Context) -> Outcome<String> {
 ///     match cx.input_responses().and_then(|r| r.get("name")) {

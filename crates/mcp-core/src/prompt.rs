@@ -7,7 +7,7 @@
 //! they are converted to the field types.
 //!
 //! ```
-//! use mcp_core::{Args, PromptDef, Server};
+//! use ferrymcp_core::{Args, PromptDef, Server};
 //!
 //! #[derive(serde::Deserialize, schemars::JsonSchema)]
 //! struct Review {
@@ -32,7 +32,7 @@
 
 use std::{collections::BTreeSet, sync::Arc};
 
-use mcp_types::{
+use ferrymcp_types::{
     GetPromptResponse, GetPromptResult, Icon, InputRequiredResult, JsonObject, MetaObject, Prompt,
     PromptArgument, PromptMessage, Role,
 };
@@ -52,9 +52,9 @@ use crate::{
 /// `Result` of any of these.
 ///
 /// ```
-/// use mcp_core::IntoPromptResult;
+/// use ferrymcp_core::IntoPromptResult;
 /// let rendered = "Say hello".into_prompt_response().unwrap();
-/// # let mcp_core::types::GetPromptResponse::Complete(rendered) = rendered else { unreachable!() };
+/// # let ferrymcp_core::types::GetPromptResponse::Complete(rendered) = rendered else { unreachable!() };
 /// assert_eq!(rendered.messages.len(), 1);
 /// ```
 pub trait IntoPromptResult: Send + 'static {
@@ -126,7 +126,7 @@ type RenderFn = dyn Fn(Context, CallParts) -> BoxFuture<'static, Result<GetPromp
 /// A prompt to register: a name, a handler and metadata.
 ///
 /// ```
-/// let def = mcp_core::PromptDef::new("greeting", || async { "Say hello" })
+/// let def = ferrymcp_core::PromptDef::new("greeting", || async { "Say hello" })
 ///     .title("Greeting")
 ///     .description("A friendly opener")
 ///     .tag("social");
@@ -153,7 +153,7 @@ impl PromptDef {
     /// A prompt called `name`, rendered by `handler`.
     ///
     /// ```
-    /// let _ = mcp_core::PromptDef::new("hello", || async { "Say hello" });
+    /// let _ = ferrymcp_core::PromptDef::new("hello", || async { "Say hello" });
     /// ```
     pub fn new<H, M, R>(name: impl Into<String>, handler: H) -> Self
     where
@@ -186,7 +186,7 @@ impl PromptDef {
     /// (`completion/complete`); see [`completion`](crate::completion).
     ///
     /// ```
-    /// use mcp_core::{PromptDef, completion::Completion};
+    /// use ferrymcp_core::{PromptDef, completion::Completion};
     /// let _ = PromptDef::new("plan", || async { "Plan a trip" })
     ///     .complete("city", |c: Completion| async move { c.matching(["paris", "porto"]) });
     /// ```
@@ -205,7 +205,7 @@ impl PromptDef {
     /// (for prompts whose arguments are only known at run time, such as proxied ones).
     ///
     /// ```
-    /// use mcp_core::{PromptDef, RawArgs, types::PromptArgument};
+    /// use ferrymcp_core::{PromptDef, RawArgs, types::PromptArgument};
     /// let _ = PromptDef::new("p", |RawArgs(_): RawArgs| async { "" })
     ///     .arguments(vec![PromptArgument::new("topic")]);
     /// ```
@@ -217,7 +217,7 @@ impl PromptDef {
     /// The name.
     ///
     /// ```
-    /// assert_eq!(mcp_core::PromptDef::new("p", || async { "" }).name(), "p");
+    /// assert_eq!(ferrymcp_core::PromptDef::new("p", || async { "" }).name(), "p");
     /// ```
     pub fn name(&self) -> &str {
         &self.name
@@ -226,7 +226,7 @@ impl PromptDef {
 
 crate::builders::metadata_builders!(
     PromptDef,
-    "mcp_core::PromptDef::new(\"p\", || async { \"p\" })"
+    "ferrymcp_core::PromptDef::new(\"p\", || async { \"p\" })"
 );
 
 impl std::fmt::Debug for PromptDef {
@@ -342,7 +342,7 @@ fn prompt_arguments(schema: &JsonObject) -> Vec<PromptArgument> {
 ///
 /// ```
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-/// use mcp_core::{PromptDef, Server};
+/// use ferrymcp_core::{PromptDef, Server};
 /// let child = Server::new("child");
 /// child.add_prompt(PromptDef::new("greeting", || async { "Say hello" })).unwrap();
 /// let parent = Server::new("parent");

@@ -10,7 +10,7 @@ use std::{
     sync::Arc,
 };
 
-use mcp_types::{JsonObject, MetaObject, meta};
+use ferrymcp_types::{JsonObject, MetaObject, meta};
 use serde_json::Value;
 
 use crate::{ServerError, version::Version};

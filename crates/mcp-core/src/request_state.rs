@@ -19,7 +19,7 @@ use chacha20poly1305::{
     Key, KeyInit, XChaCha20Poly1305, XNonce,
     aead::{Aead, Payload},
 };
-use mcp_types::{ErrorData, JsonObject};
+use ferrymcp_types::{ErrorData, JsonObject};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 

@@ -9,7 +9,7 @@
 //! `u32`).
 //!
 //! ```
-//! use mcp_core::{Args, ResourceDef, Server};
+//! use ferrymcp_core::{Args, ResourceDef, Server};
 //!
 //! #[derive(serde::Deserialize, schemars::JsonSchema)]
 //! struct User { id: u32 }
@@ -24,8 +24,8 @@
 //! ).unwrap();
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
 //! let read = server.read_resource("users://7/profile").await.unwrap();
-//! # let mcp_core::types::ReadResourceResponse::Complete(read) = read else { unreachable!() };
-//! # let mcp_core::types::ResourceContents::TextResourceContents { text, .. } = &read.contents[0] else { unreachable!() };
+//! # let ferrymcp_core::types::ReadResourceResponse::Complete(read) = read else { unreachable!() };
+//! # let ferrymcp_core::types::ResourceContents::TextResourceContents { text, .. } = &read.contents[0] else { unreachable!() };
 //! assert_eq!(text, "user 7");
 //! # });
 //! ```
@@ -37,7 +37,7 @@
 use std::{collections::BTreeSet, sync::Arc};
 
 use base64::Engine as _;
-use mcp_types::{
+use ferrymcp_types::{
     Annotations, Icon, InputRequiredResult, JsonObject, MetaObject, ReadResourceResponse,
     ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
 };
@@ -59,12 +59,12 @@ use crate::{
 /// these.
 ///
 /// ```
-/// use mcp_core::{IntoResourceContents, Json};
+/// use ferrymcp_core::{IntoResourceContents, Json};
 /// let read = Json(serde_json::json!({"debug": false}))
 ///     .into_read_response("config://app", None)
 ///     .unwrap();
-/// # let mcp_core::types::ReadResourceResponse::Complete(read) = read else { unreachable!() };
-/// # let mcp_core::types::ResourceContents::TextResourceContents { mime_type, .. } = &read.contents[0] else { unreachable!() };
+/// # let ferrymcp_core::types::ReadResourceResponse::Complete(read) = read else { unreachable!() };
+/// # let ferrymcp_core::types::ResourceContents::TextResourceContents { mime_type, .. } = &read.contents[0] else { unreachable!() };
 /// assert_eq!(mime_type.as_deref(), Some("application/json"));
 /// ```
 pub trait IntoResourceContents: Send + 'static {
@@ -227,7 +227,7 @@ type ReadFn = dyn Fn(
 /// A resource or resource template to register: a URI, a handler and metadata.
 ///
 /// ```
-/// use mcp_core::{ResourceDef, types::Annotations};
+/// use ferrymcp_core::{ResourceDef, types::Annotations};
 /// let def = ResourceDef::new("config://app", || async { "debug=false" })
 ///     .name("app_config")
 ///     .title("App config")
@@ -262,7 +262,7 @@ impl ResourceDef {
     /// Its name defaults to the URI.
     ///
     /// ```
-    /// let _ = mcp_core::ResourceDef::new("data://readme", || async { "hello" });
+    /// let _ = ferrymcp_core::ResourceDef::new("data://readme", || async { "hello" });
     /// ```
     pub fn new<H, M, R>(uri: impl Into<String>, handler: H) -> Self
     where
@@ -301,7 +301,7 @@ impl ResourceDef {
     /// completed: a fixed URI has no variables.
     ///
     /// ```
-    /// use mcp_core::{ResourceDef, completion::Completion};
+    /// use ferrymcp_core::{ResourceDef, completion::Completion};
     /// let _ = ResourceDef::new("users://{id}/profile", || async { "profile" })
     ///     .complete("id", |c: Completion| async move { c.matching(["ada", "alan"]) });
     /// ```
@@ -319,7 +319,7 @@ impl ResourceDef {
     /// The URI or URI template.
     ///
     /// ```
-    /// assert_eq!(mcp_core::ResourceDef::new("a://b", || async { "" }).uri(), "a://b");
+    /// assert_eq!(ferrymcp_core::ResourceDef::new("a://b", || async { "" }).uri(), "a://b");
     /// ```
     pub fn uri(&self) -> &str {
         &self.uri
@@ -328,7 +328,7 @@ impl ResourceDef {
     /// The name clients see (the URI when unset).
     ///
     /// ```
-    /// let _ = mcp_core::ResourceDef::new("a://b", || async { "" }).name("b");
+    /// let _ = ferrymcp_core::ResourceDef::new("a://b", || async { "" }).name("b");
     /// ```
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
@@ -339,7 +339,7 @@ impl ResourceDef {
     /// `application/json`, [`Bytes`] to `application/octet-stream`).
     ///
     /// ```
-    /// let _ = mcp_core::ResourceDef::new("a://b", || async { "" }).mime_type("text/markdown");
+    /// let _ = ferrymcp_core::ResourceDef::new("a://b", || async { "" }).mime_type("text/markdown");
     /// ```
     pub fn mime_type(mut self, mime_type: impl Into<String>) -> Self {
         self.mime_type = Some(mime_type.into());
@@ -349,7 +349,7 @@ impl ResourceDef {
     /// The size in bytes, when known up front.
     ///
     /// ```
-    /// let _ = mcp_core::ResourceDef::new("a://b", || async { "" }).size(0);
+    /// let _ = ferrymcp_core::ResourceDef::new("a://b", || async { "" }).size(0);
     /// ```
     pub fn size(mut self, size: u64) -> Self {
         self.size = Some(size);
@@ -359,8 +359,8 @@ impl ResourceDef {
     /// Annotations (audience, priority, last modified).
     ///
     /// ```
-    /// let _ = mcp_core::ResourceDef::new("a://b", || async { "" })
-    ///     .annotations(mcp_core::types::Annotations::default());
+    /// let _ = ferrymcp_core::ResourceDef::new("a://b", || async { "" })
+    ///     .annotations(ferrymcp_core::types::Annotations::default());
     /// ```
     pub fn annotations(mut self, annotations: Annotations) -> Self {
         self.annotations = Some(annotations);
@@ -370,7 +370,7 @@ impl ResourceDef {
 
 crate::builders::metadata_builders!(
     ResourceDef,
-    "mcp_core::ResourceDef::new(\"data://x\", || async { \"x\" })"
+    "ferrymcp_core::ResourceDef::new(\"data://x\", || async { \"x\" })"
 );
 
 impl std::fmt::Debug for ResourceDef {
@@ -532,7 +532,7 @@ registered!(RegisteredTemplate, "resource template");
 ///
 /// ```
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-/// use mcp_core::{ResourceDef, Server};
+/// use ferrymcp_core::{ResourceDef, Server};
 /// let child = Server::new("child");
 /// child.add_resource(ResourceDef::new("data://users", || async { "[]" })).unwrap();
 /// let parent = Server::new("parent");
@@ -554,7 +554,7 @@ pub struct ResourceInfo {
 ///
 /// ```
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-/// use mcp_core::{Args, ResourceDef, Server};
+/// use ferrymcp_core::{Args, ResourceDef, Server};
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct Id { id: String }
 /// let child = Server::new("child");

@@ -1,6 +1,6 @@
 //! JSON schemas of tool inputs and outputs, generated with schemars.
 
-use mcp_types::{JsonObject, meta};
+use ferrymcp_types::{JsonObject, meta};
 use schemars::JsonSchema;
 use serde_json::Value;
 

@@ -8,7 +8,7 @@
 /// any case) replaced as well. The rest of the URL is kept, so it still says where.
 ///
 /// ```
-/// use mcp_core::secrets::redacted_url;
+/// use ferrymcp_core::secrets::redacted_url;
 /// assert_eq!(redacted_url("redis://:hunter2@db:6379/0"), "redis://:***@db:6379/0");
 /// assert_eq!(redacted_url("redis://app:hunter2@db/0?queue=q"), "redis://app:***@db/0?queue=q");
 /// assert_eq!(redacted_url("redis://hunter2@db/0"), "redis://***@db/0");

@@ -12,7 +12,7 @@ use std::{
     },
 };
 
-use mcp_types::{
+use ferrymcp_types::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CancelledNotificationParam,
     CompleteRequestParams, CompleteResult, CustomNotification, CustomRequest, CustomResult,
     DiscoverResult, ErrorCode, ErrorData, GetPromptRequestParams, GetPromptResponse, GetTaskParams,
@@ -41,7 +41,7 @@ use crate::{
 /// one per session or stateless request.
 ///
 /// ```
-/// let service = mcp_core::McpService::new(mcp_core::Server::new("demo"));
+/// let service = ferrymcp_core::McpService::new(ferrymcp_core::Server::new("demo"));
 /// assert_eq!(service.server().name(), "demo");
 /// ```
 #[derive(Clone)]
@@ -100,7 +100,7 @@ impl McpService {
     /// An adapter for `root`. The server's identity and extension settings are read now.
     ///
     /// ```
-    /// let _ = mcp_core::McpService::new(mcp_core::Server::new("demo"));
+    /// let _ = ferrymcp_core::McpService::new(ferrymcp_core::Server::new("demo"));
     /// ```
     pub fn new(root: Server) -> Self {
         let config = Arc::new(root.server_config());
@@ -120,7 +120,7 @@ impl McpService {
     /// The same service for a new connection (its own era).
     ///
     /// ```
-    /// let service = mcp_core::McpService::new(mcp_core::Server::new("demo"));
+    /// let service = ferrymcp_core::McpService::new(ferrymcp_core::Server::new("demo"));
     /// let _per_session = service.for_connection();
     /// ```
     pub fn for_connection(&self) -> Self {
@@ -137,8 +137,8 @@ impl McpService {
     /// The root server.
     ///
     /// ```
-    /// let s = mcp_core::Server::new("demo");
-    /// assert!(mcp_core::McpService::new(s.clone()).server().ptr_eq(&s));
+    /// let s = ferrymcp_core::Server::new("demo");
+    /// assert!(ferrymcp_core::McpService::new(s.clone()).server().ptr_eq(&s));
     /// ```
     pub fn server(&self) -> &Server {
         &self.root
@@ -298,7 +298,7 @@ impl McpService {
             .intersection(&base.supported_by(&info.capabilities));
         let mut acknowledged = match serde_json::to_value(&accepted) {
             Ok(Value::Object(members)) => members,
-            _ => mcp_types::JsonObject::new(),
+            _ => ferrymcp_types::JsonObject::new(),
         };
         let mut pushed = Vec::new();
         for extension in self.root.extension_list().iter() {
@@ -310,7 +310,7 @@ impl McpService {
         }
         let receivers = subscription::Receivers::open(&self.root);
         let outlet = subscription::Outlet::new(context.peer.clone(), context.id.clone());
-        let mut ack = mcp_types::JsonObject::new();
+        let mut ack = ferrymcp_types::JsonObject::new();
         ack.insert("notifications".into(), Value::Object(acknowledged));
         if outlet
             .push("notifications/subscriptions/acknowledged", ack)
@@ -327,7 +327,7 @@ impl McpService {
             )
             .await;
         }
-        let mut result = mcp_types::SubscriptionsListenResult::complete(context.id.clone());
+        let mut result = ferrymcp_types::SubscriptionsListenResult::complete(context.id.clone());
         result.meta.set_server_info(info.server_info);
         serde_json::to_value(result).map_err(crate::masked_internal_error)
     }
@@ -357,7 +357,7 @@ struct RoundRequest<'a> {
     /// The tool name, resource URI or prompt name.
     target: &'a str,
     /// The request's arguments (none for `resources/read`).
-    arguments: Option<&'a mcp_types::JsonObject>,
+    arguments: Option<&'a ferrymcp_types::JsonObject>,
 }
 
 fn wrong_reply(method: &str) -> ErrorData {
@@ -367,7 +367,7 @@ fn wrong_reply(method: &str) -> ErrorData {
 }
 
 /// The version a request selects with `_meta.fastmcp.version`.
-fn requested_version(meta: &mcp_types::JsonObject) -> Result<Option<VersionSpec>, ErrorData> {
+fn requested_version(meta: &ferrymcp_types::JsonObject) -> Result<Option<VersionSpec>, ErrorData> {
     let Some(requested) = meta.get(meta::FASTMCP).and_then(|f| f.get(meta::VERSION)) else {
         return Ok(None);
     };
@@ -510,7 +510,7 @@ async fn forward_resource_updates(
             Err(broadcast::error::RecvError::Closed) => return,
         };
         for uri in uris {
-            let params = mcp_types::ResourceUpdatedNotificationParam::new(uri);
+            let params = ferrymcp_types::ResourceUpdatedNotificationParam::new(uri);
             if peer.notify_resource_updated(params).await.is_err() {
                 // The connection is gone.
                 return;
@@ -531,7 +531,7 @@ const REMOVED_IN_2026: &[&str] = &[
 /// Known specification methods whose params rmcp could not parse arrive as custom requests;
 /// they deserve `-32602`, not `-32601`.
 fn malformed_known_method(method: &str, params: Option<Value>) -> Option<ErrorData> {
-    use mcp_types::{
+    use ferrymcp_types::{
         CallToolRequestParams as Call, GetTaskParams as Get, ReadResourceRequestParams as Read,
         UpdateTaskParams as Update,
     };
@@ -777,7 +777,7 @@ impl ServerHandler for McpService {
     #[allow(deprecated)] // logging/setLevel is legacy-only; rmcp marks it deprecated.
     async fn set_level(
         &self,
-        request: mcp_types::SetLevelRequestParams,
+        request: ferrymcp_types::SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let level = LogLevel::from_wire(&request.level)
@@ -830,7 +830,7 @@ impl ServerHandler for McpService {
     #[allow(deprecated)] // resources/subscribe is legacy-only; rmcp marks it deprecated.
     async fn subscribe(
         &self,
-        request: mcp_types::SubscribeRequestParams,
+        request: ferrymcp_types::SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let peer = context.peer.clone();
@@ -863,7 +863,7 @@ impl ServerHandler for McpService {
     #[allow(deprecated)] // resources/unsubscribe is legacy-only; rmcp marks it deprecated.
     async fn unsubscribe(
         &self,
-        request: mcp_types::UnsubscribeRequestParams,
+        request: ferrymcp_types::UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         self.watched.uris().remove(&request.uri);

@@ -10,10 +10,10 @@
 //!
 //! ```
 //! use futures::StreamExt as _;
-//! use mcp_core::subscription::{PushedNotification, Subscription};
+//! use ferrymcp_core::subscription::{PushedNotification, Subscription};
 //!
 //! // Accepts `{"ticks": true}` and pushes one notification.
-//! let mut acknowledged = mcp_core::types::JsonObject::new();
+//! let mut acknowledged = ferrymcp_core::types::JsonObject::new();
 //! acknowledged.insert("ticks".into(), true.into());
 //! let subscription = Subscription::new(
 //!     acknowledged,
@@ -24,10 +24,10 @@
 
 use std::{collections::HashSet, sync::Arc};
 
-use futures::{StreamExt as _, stream::BoxStream};
-use mcp_types::{
+use ferrymcp_types::{
     CustomNotification, ErrorCode, ErrorData, JsonObject, ServerNotification, SubscriptionFilter,
 };
+use futures::{StreamExt as _, stream::BoxStream};
 use rmcp::{
     RoleServer,
     model::{GetMeta as _, RequestId},
@@ -43,7 +43,7 @@ use crate::{Context, ListKind, Server};
 ///
 /// ```
 /// use futures::StreamExt as _;
-/// let s = mcp_core::subscription::Subscription::new(Default::default(), futures::stream::empty().boxed());
+/// let s = ferrymcp_core::subscription::Subscription::new(Default::default(), futures::stream::empty().boxed());
 /// assert!(s.acknowledged().is_empty());
 /// ```
 pub struct Subscription {
@@ -57,7 +57,7 @@ impl Subscription {
     ///
     /// ```
     /// use futures::StreamExt as _;
-    /// let _ = mcp_core::subscription::Subscription::new(Default::default(), futures::stream::empty().boxed());
+    /// let _ = ferrymcp_core::subscription::Subscription::new(Default::default(), futures::stream::empty().boxed());
     /// ```
     pub fn new(
         acknowledged: JsonObject,
@@ -73,7 +73,7 @@ impl Subscription {
     ///
     /// ```
     /// use futures::StreamExt as _;
-    /// let s = mcp_core::subscription::Subscription::new(Default::default(), futures::stream::empty().boxed());
+    /// let s = ferrymcp_core::subscription::Subscription::new(Default::default(), futures::stream::empty().boxed());
     /// assert!(s.acknowledged().is_empty());
     /// ```
     pub fn acknowledged(&self) -> &JsonObject {
@@ -85,7 +85,7 @@ impl Subscription {
     ///
     /// ```
     /// use futures::StreamExt as _;
-    /// let s = mcp_core::subscription::Subscription::new(Default::default(), futures::stream::empty().boxed());
+    /// let s = ferrymcp_core::subscription::Subscription::new(Default::default(), futures::stream::empty().boxed());
     /// let (members, _notifications) = s.into_parts();
     /// assert!(members.is_empty());
     /// ```
@@ -98,7 +98,7 @@ impl Subscription {
 /// subscription id under `_meta`).
 ///
 /// ```
-/// let n = mcp_core::subscription::PushedNotification::new("notifications/tasks", Default::default());
+/// let n = ferrymcp_core::subscription::PushedNotification::new("notifications/tasks", Default::default());
 /// assert_eq!(n.method(), "notifications/tasks");
 /// ```
 #[derive(Debug, Clone, PartialEq)]
@@ -111,7 +111,7 @@ impl PushedNotification {
     /// A notification `method` with `params`.
     ///
     /// ```
-    /// let _ = mcp_core::subscription::PushedNotification::new("notifications/tasks", Default::default());
+    /// let _ = ferrymcp_core::subscription::PushedNotification::new("notifications/tasks", Default::default());
     /// ```
     pub fn new(method: impl Into<String>, params: JsonObject) -> Self {
         Self {
@@ -123,7 +123,7 @@ impl PushedNotification {
     /// The method.
     ///
     /// ```
-    /// let n = mcp_core::subscription::PushedNotification::new("m", Default::default());
+    /// let n = ferrymcp_core::subscription::PushedNotification::new("m", Default::default());
     /// assert_eq!(n.method(), "m");
     /// ```
     pub fn method(&self) -> &str {
@@ -133,7 +133,7 @@ impl PushedNotification {
     /// The params.
     ///
     /// ```
-    /// let n = mcp_core::subscription::PushedNotification::new("m", Default::default());
+    /// let n = ferrymcp_core::subscription::PushedNotification::new("m", Default::default());
     /// assert!(n.params().is_empty());
     /// ```
     pub fn params(&self) -> &JsonObject {
@@ -144,7 +144,7 @@ impl PushedNotification {
 /// The method a `subscriptions/listen` is renamed to by the transports when its filter has
 /// members rmcp's parser would drop (rmcp models only the base protocol's four): the service
 /// then serves the whole request itself.
-pub(crate) const EXTENDED_LISTEN: &str = "mcpkit/subscriptions/listen";
+pub(crate) const EXTENDED_LISTEN: &str = "ferrymcp/subscriptions/listen";
 
 const LISTEN: &str = "subscriptions/listen";
 
@@ -257,9 +257,9 @@ impl Outlet {
     }
 
     async fn resource_updated(&self, uri: String) -> Result<(), Closed> {
-        let params = mcp_types::ResourceUpdatedNotificationParam::new(uri);
+        let params = ferrymcp_types::ResourceUpdatedNotificationParam::new(uri);
         self.send(ServerNotification::ResourceUpdatedNotification(
-            mcp_types::ResourceUpdatedNotification::new(params),
+            ferrymcp_types::ResourceUpdatedNotification::new(params),
         ))
         .await
     }

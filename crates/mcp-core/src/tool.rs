@@ -11,7 +11,9 @@ use std::{
     time::Duration,
 };
 
-use mcp_types::{Icon, JsonObject, MetaObject, TaskSupport, Tool, ToolAnnotations, ToolDescriptor};
+use ferrymcp_types::{
+    Icon, JsonObject, MetaObject, TaskSupport, Tool, ToolAnnotations, ToolDescriptor,
+};
 
 use crate::auth::Requirement;
 use crate::{
@@ -22,13 +24,13 @@ use crate::{
 
 /// A tool's task declaration: its mode, and the poll interval tasks advertise.
 ///
-/// It is only a declaration in `mcp-core`; the tasks extension (`mcp-tasks`) acts on it. A
+/// It is only a declaration in `ferrymcp-core`; the tasks extension (`ferrymcp-tasks`) acts on it. A
 /// server that declares a task tool without that extension fails at start.
 ///
 /// ```
 /// use std::time::Duration;
-/// use mcp_core::TaskConfig;
-/// use mcp_core::types::TaskSupport;
+/// use ferrymcp_core::TaskConfig;
+/// use ferrymcp_core::types::TaskSupport;
 ///
 /// assert_eq!(TaskConfig::from(true).mode, TaskSupport::Optional);
 /// assert_eq!(TaskConfig::default().poll_interval, None); // the tasks extension's default
@@ -52,7 +54,7 @@ impl TaskConfig {
     /// `task = true`: runs as a task when the client opts in.
     ///
     /// ```
-    /// assert!(mcp_core::TaskConfig::optional().mode.allows_tasks());
+    /// assert!(ferrymcp_core::TaskConfig::optional().mode.allows_tasks());
     /// ```
     pub const fn optional() -> Self {
         Self {
@@ -65,7 +67,7 @@ impl TaskConfig {
     /// Only runs as a task; clients that do not opt in get `-32021`.
     ///
     /// ```
-    /// assert_eq!(mcp_core::TaskConfig::required().mode, mcp_core::types::TaskSupport::Required);
+    /// assert_eq!(ferrymcp_core::TaskConfig::required().mode, ferrymcp_core::types::TaskSupport::Required);
     /// ```
     pub const fn required() -> Self {
         Self {
@@ -78,7 +80,7 @@ impl TaskConfig {
     /// Never a task (the default).
     ///
     /// ```
-    /// assert_eq!(mcp_core::TaskConfig::forbidden(), mcp_core::TaskConfig::default());
+    /// assert_eq!(ferrymcp_core::TaskConfig::forbidden(), ferrymcp_core::TaskConfig::default());
     /// ```
     pub const fn forbidden() -> Self {
         Self {
@@ -91,7 +93,7 @@ impl TaskConfig {
     /// Sets the advertised poll interval.
     ///
     /// ```
-    /// let c = mcp_core::TaskConfig::optional().with_poll_interval(std::time::Duration::from_millis(250));
+    /// let c = ferrymcp_core::TaskConfig::optional().with_poll_interval(std::time::Duration::from_millis(250));
     /// assert_eq!(c.poll_interval.map(|d| d.as_millis()), Some(250));
     /// ```
     pub const fn with_poll_interval(mut self, interval: Duration) -> Self {
@@ -103,7 +105,7 @@ impl TaskConfig {
     /// `idempotentHint` annotation.
     ///
     /// ```
-    /// let c = mcp_core::TaskConfig::optional().idempotent(true);
+    /// let c = ferrymcp_core::TaskConfig::optional().idempotent(true);
     /// assert_eq!(c.idempotent, Some(true));
     /// ```
     pub const fn idempotent(mut self, idempotent: bool) -> Self {
@@ -142,7 +144,7 @@ impl From<TaskSupport> for TaskConfig {
 /// A tool to register: a name, a [`Handler`] and metadata.
 ///
 /// ```
-/// use mcp_core::{Args, Server, ToolDef};
+/// use ferrymcp_core::{Args, Server, ToolDef};
 ///
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct Multiply { a: i64, b: i64 }
@@ -181,7 +183,7 @@ impl ToolDef {
     /// A tool running `handler`; the input and output schemas come from its types.
     ///
     /// ```
-    /// let def = mcp_core::ToolDef::new("ping", || async { "pong" });
+    /// let def = ferrymcp_core::ToolDef::new("ping", || async { "pong" });
     /// assert_eq!(def.name(), "ping");
     /// ```
     pub fn new<H: Handler<M>, M: 'static>(name: impl Into<String>, handler: H) -> Self {
@@ -202,8 +204,8 @@ impl ToolDef {
     /// A tool whose input schema is given at run time (see [`ToolHandler`]).
     ///
     /// ```
-    /// # use mcp_core::{BoxFuture, Context, ToolDef, ToolError, ToolHandler};
-    /// # use mcp_core::types::{CallToolResult, JsonObject};
+    /// # use ferrymcp_core::{BoxFuture, Context, ToolDef, ToolError, ToolHandler};
+    /// # use ferrymcp_core::types::{CallToolResult, JsonObject};
     /// # struct Nop;
     /// # impl ToolHandler for Nop {
     /// #     fn call(&self, _: Context, _: JsonObject) -> BoxFuture<'static, Result<CallToolResult, ToolError>> {
@@ -256,7 +258,7 @@ impl ToolDef {
     /// The tool's name.
     ///
     /// ```
-    /// assert_eq!(mcp_core::ToolDef::new("t", || async {}).name(), "t");
+    /// assert_eq!(ferrymcp_core::ToolDef::new("t", || async {}).name(), "t");
     /// ```
     pub fn name(&self) -> &str {
         &self.name
@@ -265,8 +267,8 @@ impl ToolDef {
     /// Tool annotations (hints such as `readOnlyHint`, `idempotentHint`).
     ///
     /// ```
-    /// use mcp_core::types::ToolAnnotations;
-    /// let _ = mcp_core::ToolDef::new("t", || async {}).annotations(ToolAnnotations::new().read_only(true));
+    /// use ferrymcp_core::types::ToolAnnotations;
+    /// let _ = ferrymcp_core::ToolDef::new("t", || async {}).annotations(ToolAnnotations::new().read_only(true));
     /// ```
     pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
         self.annotations = Some(annotations);
@@ -276,8 +278,8 @@ impl ToolDef {
     /// The task declaration: `true`, a [`TaskSupport`] or a full [`TaskConfig`].
     ///
     /// ```
-    /// use mcp_core::types::TaskSupport;
-    /// let _ = mcp_core::ToolDef::new("t", || async {}).task(TaskSupport::Required);
+    /// use ferrymcp_core::types::TaskSupport;
+    /// let _ = ferrymcp_core::ToolDef::new("t", || async {}).task(TaskSupport::Required);
     /// ```
     pub fn task(mut self, task: impl Into<TaskConfig>) -> Self {
         self.task = task.into();
@@ -294,7 +296,7 @@ impl ToolDef {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let def = mcp_core::ToolDef::new("slow", || async {}).timeout(Duration::from_secs(30));
+    /// let def = ferrymcp_core::ToolDef::new("slow", || async {}).timeout(Duration::from_secs(30));
     /// assert_eq!(def.call_timeout(), Some(Duration::from_secs(30)));
     /// ```
     pub fn timeout(mut self, timeout: Duration) -> Self {
@@ -305,7 +307,7 @@ impl ToolDef {
     /// The timeout set with [`timeout`](Self::timeout), if any.
     ///
     /// ```
-    /// assert_eq!(mcp_core::ToolDef::new("t", || async {}).call_timeout(), None);
+    /// assert_eq!(ferrymcp_core::ToolDef::new("t", || async {}).call_timeout(), None);
     /// ```
     pub fn call_timeout(&self) -> Option<Duration> {
         self.timeout
@@ -316,7 +318,7 @@ impl ToolDef {
     ///
     /// ```
     /// let schema = serde_json::json!({"type": "object"}).as_object().unwrap().clone();
-    /// let _ = mcp_core::ToolDef::new("t", || async { serde_json::json!({}) }).output_schema(schema);
+    /// let _ = ferrymcp_core::ToolDef::new("t", || async { serde_json::json!({}) }).output_schema(schema);
     /// ```
     pub fn output_schema(mut self, schema: JsonObject) -> Self {
         self.output_schema = Some(schema);
@@ -336,7 +338,7 @@ impl std::fmt::Debug for ToolDef {
     }
 }
 
-crate::builders::metadata_builders!(ToolDef, "mcp_core::ToolDef::new(\"t\", || async {})");
+crate::builders::metadata_builders!(ToolDef, "ferrymcp_core::ToolDef::new(\"t\", || async {})");
 
 /// A tool as stored in its server's registry.
 pub(crate) struct RegisteredTool {
@@ -409,9 +411,9 @@ impl RegisteredTool {
 pub(crate) const TIMED_OUT: i32 = -32000;
 
 /// The error a call of `name` gets when it runs past `limit`.
-pub(crate) fn timed_out(name: &str, limit: Duration) -> mcp_types::ErrorData {
-    mcp_types::ErrorData::new(
-        mcp_types::ErrorCode(TIMED_OUT),
+pub(crate) fn timed_out(name: &str, limit: Duration) -> ferrymcp_types::ErrorData {
+    ferrymcp_types::ErrorData::new(
+        ferrymcp_types::ErrorCode(TIMED_OUT),
         format!(
             "Tool '{name}' execution timed out after {}s",
             limit.as_secs_f64()
@@ -423,10 +425,10 @@ pub(crate) fn timed_out(name: &str, limit: Duration) -> mcp_types::ErrorData {
 /// A timeout error of the tool `from` (a mounted child's name), told as a call of `to`,
 /// the name the client called. Any other error passes unchanged.
 pub(crate) fn renamed_timeout(
-    mut error: mcp_types::ErrorData,
+    mut error: ferrymcp_types::ErrorData,
     from: &str,
     to: &str,
-) -> mcp_types::ErrorData {
+) -> ferrymcp_types::ErrorData {
     let prefix = format!("Tool '{from}' execution timed out after ");
     if error.code.0 == TIMED_OUT
         && let Some(rest) = error.message.strip_prefix(&prefix)
@@ -440,8 +442,8 @@ impl ToolInfo {
     /// The tool's own call timeout ([`ToolDef::timeout`]), if it sets one.
     ///
     /// ```
-    /// # let s = mcp_core::Server::new("s");
-    /// # s.add_tool(mcp_core::ToolDef::new("t", || async {}).timeout(std::time::Duration::from_secs(5))).unwrap();
+    /// # let s = ferrymcp_core::Server::new("s");
+    /// # s.add_tool(ferrymcp_core::ToolDef::new("t", || async {}).timeout(std::time::Duration::from_secs(5))).unwrap();
     /// assert_eq!(s.get_tool("t", None).unwrap().call_timeout().map(|t| t.as_secs()), Some(5));
     /// ```
     pub fn call_timeout(&self) -> Option<Duration> {
@@ -470,7 +472,7 @@ impl crate::registry::Registered for RegisteredTool {
 ///
 /// ```
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-/// use mcp_core::{Server, ToolDef};
+/// use ferrymcp_core::{Server, ToolDef};
 /// let child = Server::new("child");
 /// child.add_tool(ToolDef::new("multiply", || async { 72 })).unwrap();
 /// let parent = Server::new("parent");
@@ -493,8 +495,8 @@ impl ToolInfo {
     /// The name at the server that returned this handle (namespaces included).
     ///
     /// ```
-    /// # let s = mcp_core::Server::new("s");
-    /// # s.add_tool(mcp_core::ToolDef::new("t", || async {})).unwrap();
+    /// # let s = ferrymcp_core::Server::new("s");
+    /// # s.add_tool(ferrymcp_core::ToolDef::new("t", || async {})).unwrap();
     /// assert_eq!(s.get_tool("t", None).unwrap().name(), "t");
     /// ```
     pub fn name(&self) -> &str {
@@ -504,8 +506,8 @@ impl ToolInfo {
     /// The version, if the tool is versioned.
     ///
     /// ```
-    /// # let s = mcp_core::Server::new("s");
-    /// # s.add_tool(mcp_core::ToolDef::new("t", || async {}).version("1.0")).unwrap();
+    /// # let s = ferrymcp_core::Server::new("s");
+    /// # s.add_tool(ferrymcp_core::ToolDef::new("t", || async {}).version("1.0")).unwrap();
     /// assert_eq!(s.get_tool("t", None).unwrap().version().unwrap().as_str(), "1.0");
     /// ```
     pub fn version(&self) -> Option<&Version> {
@@ -515,8 +517,8 @@ impl ToolInfo {
     /// The tool's tags.
     ///
     /// ```
-    /// # let s = mcp_core::Server::new("s");
-    /// # s.add_tool(mcp_core::ToolDef::new("t", || async {}).tag("x")).unwrap();
+    /// # let s = ferrymcp_core::Server::new("s");
+    /// # s.add_tool(ferrymcp_core::ToolDef::new("t", || async {}).tag("x")).unwrap();
     /// assert!(s.get_tool("t", None).unwrap().tags().contains("x"));
     /// ```
     pub fn tags(&self) -> &BTreeSet<String> {
@@ -526,8 +528,8 @@ impl ToolInfo {
     /// The task declaration.
     ///
     /// ```
-    /// # let s = mcp_core::Server::new("s");
-    /// # s.add_tool(mcp_core::ToolDef::new("t", || async {}).task(true)).unwrap();
+    /// # let s = ferrymcp_core::Server::new("s");
+    /// # s.add_tool(ferrymcp_core::ToolDef::new("t", || async {}).task(true)).unwrap();
     /// assert!(s.get_tool("t", None).unwrap().task_config().mode.allows_tasks());
     /// ```
     pub fn task_config(&self) -> &TaskConfig {
@@ -538,8 +540,8 @@ impl ToolInfo {
     /// directly mounted child for a mounted one.
     ///
     /// ```
-    /// # let s = mcp_core::Server::new("s");
-    /// # s.add_tool(mcp_core::ToolDef::new("t", || async {})).unwrap();
+    /// # let s = ferrymcp_core::Server::new("s");
+    /// # s.add_tool(ferrymcp_core::ToolDef::new("t", || async {})).unwrap();
     /// assert_eq!(s.get_tool("t", None).unwrap().owner().name(), "s");
     /// ```
     pub fn owner(&self) -> &Server {
@@ -549,8 +551,8 @@ impl ToolInfo {
     /// The tool's name at [`owner`](Self::owner).
     ///
     /// ```
-    /// # let s = mcp_core::Server::new("s");
-    /// # s.add_tool(mcp_core::ToolDef::new("t", || async {})).unwrap();
+    /// # let s = ferrymcp_core::Server::new("s");
+    /// # s.add_tool(ferrymcp_core::ToolDef::new("t", || async {})).unwrap();
     /// assert_eq!(s.get_tool("t", None).unwrap().owner_name(), "t");
     /// ```
     pub fn owner_name(&self) -> &str {
@@ -560,19 +562,19 @@ impl ToolInfo {
     /// The tool's annotations (hints such as `idempotentHint`), if any.
     ///
     /// ```
-    /// # let s = mcp_core::Server::new("s");
-    /// # s.add_tool(mcp_core::ToolDef::new("t", || async {})).unwrap();
+    /// # let s = ferrymcp_core::Server::new("s");
+    /// # s.add_tool(ferrymcp_core::ToolDef::new("t", || async {})).unwrap();
     /// assert!(s.get_tool("t", None).unwrap().annotations().is_none());
     /// ```
-    pub fn annotations(&self) -> Option<&mcp_types::ToolAnnotations> {
+    pub fn annotations(&self) -> Option<&ferrymcp_types::ToolAnnotations> {
         self.tool.descriptor.tool.annotations.as_ref()
     }
 
     /// The tool's input schema.
     ///
     /// ```
-    /// # let s = mcp_core::Server::new("s");
-    /// # s.add_tool(mcp_core::ToolDef::new("t", || async {})).unwrap();
+    /// # let s = ferrymcp_core::Server::new("s");
+    /// # s.add_tool(ferrymcp_core::ToolDef::new("t", || async {})).unwrap();
     /// assert_eq!(s.get_tool("t", None).unwrap().input_schema()["type"], "object");
     /// ```
     pub fn input_schema(&self) -> &Arc<JsonObject> {
@@ -584,7 +586,7 @@ impl ToolInfo {
     /// when they do not fit. The tasks extension validates before creating a task.
     ///
     /// ```
-    /// use mcp_core::{Args, Server, ToolDef};
+    /// use ferrymcp_core::{Args, Server, ToolDef};
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
     /// struct N { n: i64 }
     /// let s = Server::new("s");
@@ -593,7 +595,10 @@ impl ToolInfo {
     /// let bad = serde_json::json!({"n": "not-a-number"});
     /// assert_eq!(tool.validate_arguments(bad.as_object().unwrap()).unwrap_err().code.0, -32602);
     /// ```
-    pub fn validate_arguments(&self, arguments: &JsonObject) -> Result<(), mcp_types::ErrorData> {
+    pub fn validate_arguments(
+        &self,
+        arguments: &JsonObject,
+    ) -> Result<(), ferrymcp_types::ErrorData> {
         let mut parts = crate::extract::CallParts {
             kind: "tool",
             tool: Arc::clone(&self.tool.name),
@@ -605,15 +610,17 @@ impl ToolInfo {
             Ok(()) => Ok(()),
             Err(error) => match error.into_failure(&self.name, true) {
                 crate::ToolFailure::Error(error) => Err(error),
-                crate::ToolFailure::Result(result) => Err(mcp_types::ErrorData::invalid_params(
-                    result
-                        .content
-                        .first()
-                        .and_then(|c| c.as_text())
-                        .map(|t| t.text.clone())
-                        .unwrap_or_else(|| "invalid arguments".to_owned()),
-                    None,
-                )),
+                crate::ToolFailure::Result(result) => {
+                    Err(ferrymcp_types::ErrorData::invalid_params(
+                        result
+                            .content
+                            .first()
+                            .and_then(|c| c.as_text())
+                            .map(|t| t.text.clone())
+                            .unwrap_or_else(|| "invalid arguments".to_owned()),
+                        None,
+                    ))
+                }
             },
         }
     }
@@ -621,10 +628,10 @@ impl ToolInfo {
     /// The listing entry under this handle's name, `execution` included.
     ///
     /// ```
-    /// # let s = mcp_core::Server::new("s");
-    /// # s.add_tool(mcp_core::ToolDef::new("t", || async {}).task(true)).unwrap();
+    /// # let s = ferrymcp_core::Server::new("s");
+    /// # s.add_tool(ferrymcp_core::ToolDef::new("t", || async {}).task(true)).unwrap();
     /// let d = s.get_tool("t", None).unwrap().descriptor();
-    /// assert_eq!(d.task_support(), mcp_core::types::TaskSupport::Optional);
+    /// assert_eq!(d.task_support(), ferrymcp_core::types::TaskSupport::Optional);
     /// ```
     pub fn descriptor(&self) -> ToolDescriptor {
         let mut descriptor = self.tool.descriptor.clone();

@@ -62,7 +62,7 @@
 //! longer parses back to the same template.
 //!
 //! ```rust
-//! use mcp_core::uri_template::{UriTemplate, namespace_uri, strip_namespace};
+//! use ferrymcp_core::uri_template::{UriTemplate, namespace_uri, strip_namespace};
 //!
 //! let template = UriTemplate::parse("users://{user_id}/profile")?;
 //! let mounted = template.namespaced("api");
@@ -74,7 +74,7 @@
 //! let uri = namespace_uri("data:///config", "child");
 //! assert_eq!(uri, "data://child//config");
 //! assert_eq!(strip_namespace(&uri, "child").as_deref(), Some("data:///config"));
-//! # Ok::<(), mcp_core::uri_template::UriTemplateError>(())
+//! # Ok::<(), ferrymcp_core::uri_template::UriTemplateError>(())
 //! ```
 //!
 //! [RFC 6570]: https://www.rfc-editor.org/rfc/rfc6570
@@ -88,7 +88,7 @@ use std::str::FromStr;
 /// Offsets are byte offsets into the template string.
 ///
 /// ```rust
-/// use mcp_core::uri_template::{UriTemplate, UriTemplateError};
+/// use ferrymcp_core::uri_template::{UriTemplate, UriTemplateError};
 ///
 /// assert_eq!(
 ///     UriTemplate::parse("users://{id"),
@@ -200,7 +200,7 @@ struct QuerySpec {
 /// matching rules. Templates parsed from the same text are equal.
 ///
 /// ```rust
-/// use mcp_core::uri_template::UriTemplate;
+/// use ferrymcp_core::uri_template::UriTemplate;
 ///
 /// let t = UriTemplate::parse("weather://{city}/forecast{?days,units}")?;
 /// assert_eq!(t.variables(), ["city", "days", "units"]);
@@ -211,7 +211,7 @@ struct QuerySpec {
 /// assert!(!vars.contains_key("days")); // the caller applies the default
 ///
 /// assert!(t.matches("weather://Paris/today").is_none());
-/// # Ok::<(), mcp_core::uri_template::UriTemplateError>(())
+/// # Ok::<(), ferrymcp_core::uri_template::UriTemplateError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UriTemplate {
@@ -224,7 +224,7 @@ impl UriTemplate {
     /// Parses a template.
     ///
     /// ```rust
-    /// use mcp_core::uri_template::{UriTemplate, UriTemplateError};
+    /// use ferrymcp_core::uri_template::{UriTemplate, UriTemplateError};
     ///
     /// let t = UriTemplate::parse("resource://multi/{extra*}")?;
     /// assert_eq!(t.as_str(), "resource://multi/{extra*}");
@@ -255,12 +255,12 @@ impl UriTemplate {
     /// The template as written.
     ///
     /// ```rust
-    /// use mcp_core::uri_template::UriTemplate;
+    /// use ferrymcp_core::uri_template::UriTemplate;
     ///
     /// let t = UriTemplate::parse("users://{id}/profile")?;
     /// assert_eq!(t.as_str(), "users://{id}/profile");
     /// assert_eq!(t.to_string(), "users://{id}/profile");
-    /// # Ok::<(), mcp_core::uri_template::UriTemplateError>(())
+    /// # Ok::<(), ferrymcp_core::uri_template::UriTemplateError>(())
     /// ```
     pub fn as_str(&self) -> &str {
         &self.raw
@@ -269,12 +269,12 @@ impl UriTemplate {
     /// Variable names in order of appearance (path and query).
     ///
     /// ```rust
-    /// use mcp_core::uri_template::UriTemplate;
+    /// use ferrymcp_core::uri_template::UriTemplate;
     ///
     /// let t = UriTemplate::parse("repo://{owner}/{name}/{path*}{?ref}")?;
     /// assert_eq!(t.variables(), ["owner", "name", "path", "ref"]);
     /// assert!(UriTemplate::parse("data://config")?.variables().is_empty());
-    /// # Ok::<(), mcp_core::uri_template::UriTemplateError>(())
+    /// # Ok::<(), ferrymcp_core::uri_template::UriTemplateError>(())
     /// ```
     pub fn variables(&self) -> Vec<&str> {
         let path = self.path.iter().filter_map(|part| match part {
@@ -295,7 +295,7 @@ impl UriTemplate {
     /// parameters the template does not name are ignored.
     ///
     /// ```rust
-    /// use mcp_core::uri_template::UriTemplate;
+    /// use ferrymcp_core::uri_template::UriTemplate;
     ///
     /// let t = UriTemplate::parse("files://{dir}/{name}")?;
     /// let vars = t.matches("files://docs/read%20me.txt").unwrap();
@@ -309,7 +309,7 @@ impl UriTemplate {
     /// let greet = UriTemplate::parse("resource://greet{?name}")?;
     /// assert_eq!(greet.matches("resource://greet?name=Alice").unwrap()["name"], "Alice");
     /// assert!(greet.matches("resource://greet").unwrap().is_empty());
-    /// # Ok::<(), mcp_core::uri_template::UriTemplateError>(())
+    /// # Ok::<(), ferrymcp_core::uri_template::UriTemplateError>(())
     /// ```
     pub fn matches(&self, uri: &str) -> Option<BTreeMap<String, String>> {
         let (path, query) = match uri.split_once('?') {
@@ -351,7 +351,7 @@ impl UriTemplate {
     /// the URIs this template matches, with the same bindings.
     ///
     /// ```rust
-    /// use mcp_core::uri_template::{UriTemplate, namespace_uri};
+    /// use ferrymcp_core::uri_template::{UriTemplate, namespace_uri};
     ///
     /// let t = UriTemplate::parse("leaf://item/{id}")?;
     /// let mounted = t.namespaced("leaf").namespaced("middle"); // outer first
@@ -362,7 +362,7 @@ impl UriTemplate {
     /// let config = UriTemplate::parse("data:///config")?;
     /// assert_eq!(config.namespaced("api").as_str(), "data://api//config");
     /// assert_eq!(config.namespaced(""), config);
-    /// # Ok::<(), mcp_core::uri_template::UriTemplateError>(())
+    /// # Ok::<(), ferrymcp_core::uri_template::UriTemplateError>(())
     /// ```
     pub fn namespaced(&self, namespace: &str) -> UriTemplate {
         if namespace.is_empty() {
@@ -409,7 +409,7 @@ impl FromStr for UriTemplate {
 /// A URI without `scheme://` gets `namespace/` in front.
 ///
 /// ```rust
-/// use mcp_core::uri_template::namespace_uri;
+/// use ferrymcp_core::uri_template::namespace_uri;
 ///
 /// assert_eq!(namespace_uri("data://users", "data"), "data://data/users");
 /// assert_eq!(namespace_uri("resource://my_resource", "prefix"), "resource://prefix/my_resource");
@@ -441,7 +441,7 @@ pub fn namespace_uri(uri: &str, namespace: &str) -> String {
 /// `Some(u)` for every `u` and every plain-name `ns`.
 ///
 /// ```rust
-/// use mcp_core::uri_template::strip_namespace;
+/// use ferrymcp_core::uri_template::strip_namespace;
 ///
 /// assert_eq!(strip_namespace("data://data/users", "data").as_deref(), Some("data://users"));
 /// assert_eq!(strip_namespace("data://child//config", "child").as_deref(), Some("data:///config"));

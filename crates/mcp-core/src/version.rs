@@ -35,7 +35,7 @@
 //! `unscanny`.
 //!
 //! ```rust
-//! use mcp_core::version::{Version, VersionSpec};
+//! use ferrymcp_core::version::{Version, VersionSpec};
 //!
 //! let mut versions: Vec<Version> = ["latest", "10", "v2", "1.0rc1", "1.0"]
 //!     .into_iter()
@@ -49,7 +49,7 @@
 //! assert!(spec.matches(Some(&Version::new("v2")?)));
 //! assert!(!spec.matches(Some(&Version::new("10")?)));
 //! assert!(spec.matches(None)); // unversioned components match by default
-//! # Ok::<(), mcp_core::version::VersionError>(())
+//! # Ok::<(), ferrymcp_core::version::VersionError>(())
 //! ```
 //!
 //! [PEP 440]: https://peps.python.org/pep-0440/
@@ -66,7 +66,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// Why a string is not an acceptable version.
 ///
 /// ```rust
-/// use mcp_core::version::{Version, VersionError};
+/// use ferrymcp_core::version::{Version, VersionError};
 ///
 /// assert_eq!(Version::new("  "), Err(VersionError::Empty));
 /// let err = Version::new("1.0@beta").unwrap_err();
@@ -110,7 +110,7 @@ enum Key {
 /// below every `Some`.
 ///
 /// ```rust
-/// use mcp_core::version::Version;
+/// use ferrymcp_core::version::Version;
 ///
 /// let one = Version::new("1")?;
 /// let one_zero = Version::new("1.0")?;
@@ -119,7 +119,7 @@ enum Key {
 /// assert!(one < one_zero); // equivalent spellings tie-break on the raw string
 /// assert!(Version::new("10")? > Version::new("2")?);
 /// assert!(Version::new("latest")? > Version::new("999")?);
-/// # Ok::<(), mcp_core::version::VersionError>(())
+/// # Ok::<(), ferrymcp_core::version::VersionError>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct Version {
@@ -135,12 +135,12 @@ impl Version {
     /// `@`. Any other string is accepted: it is either PEP 440 or plain text.
     ///
     /// ```rust
-    /// use mcp_core::version::Version;
+    /// use ferrymcp_core::version::Version;
     ///
     /// assert_eq!(Version::new("v1.2")?.as_str(), "v1.2");
     /// assert!(Version::new("").is_err());
     /// assert!(Version::new("1@2").is_err());
-    /// # Ok::<(), mcp_core::version::VersionError>(())
+    /// # Ok::<(), ferrymcp_core::version::VersionError>(())
     /// ```
     pub fn new(raw: impl Into<String>) -> Result<Version, VersionError> {
         let raw: String = raw.into();
@@ -168,10 +168,10 @@ impl Version {
     /// The raw string, exactly as given.
     ///
     /// ```rust
-    /// use mcp_core::version::Version;
+    /// use ferrymcp_core::version::Version;
     ///
     /// assert_eq!(Version::new("V1.0.0")?.as_str(), "V1.0.0");
-    /// # Ok::<(), mcp_core::version::VersionError>(())
+    /// # Ok::<(), ferrymcp_core::version::VersionError>(())
     /// ```
     pub fn as_str(&self) -> &str {
         &self.raw
@@ -180,11 +180,11 @@ impl Version {
     /// Whether the version parsed as PEP 440 (otherwise it is plain text).
     ///
     /// ```rust
-    /// use mcp_core::version::Version;
+    /// use ferrymcp_core::version::Version;
     ///
     /// assert!(Version::new("v1.0rc1")?.is_pep440());
     /// assert!(!Version::new("latest")?.is_pep440());
-    /// # Ok::<(), mcp_core::version::VersionError>(())
+    /// # Ok::<(), ferrymcp_core::version::VersionError>(())
     /// ```
     pub fn is_pep440(&self) -> bool {
         matches!(self.key, Key::Pep440(_))
@@ -196,14 +196,14 @@ impl Version {
     /// strings.
     ///
     /// ```rust
-    /// use mcp_core::version::Version;
+    /// use ferrymcp_core::version::Version;
     ///
     /// let v = |s: &str| Version::new(s);
     /// assert!(v("v1")?.matches(&v("1.0.0")?));
     /// assert!(!v("1.0")?.matches(&v("1.0.1")?));
     /// assert!(v("latest")?.matches(&v("latest")?));
     /// assert!(!v("latest")?.matches(&v("LATEST")?));
-    /// # Ok::<(), mcp_core::version::VersionError>(())
+    /// # Ok::<(), ferrymcp_core::version::VersionError>(())
     /// ```
     pub fn matches(&self, other: &Version) -> bool {
         self.key_cmp(other) == Ordering::Equal
@@ -225,11 +225,11 @@ impl Version {
 /// for "same version".
 ///
 /// ```rust
-/// use mcp_core::version::Version;
+/// use ferrymcp_core::version::Version;
 ///
 /// assert_eq!(Version::new("1.0")?, Version::new("1.0")?);
 /// assert_ne!(Version::new("1.0")?, Version::new("1")?);
-/// # Ok::<(), mcp_core::version::VersionError>(())
+/// # Ok::<(), ferrymcp_core::version::VersionError>(())
 /// ```
 impl PartialEq for Version {
     fn eq(&self, other: &Self) -> bool {
@@ -243,11 +243,11 @@ impl Eq for Version {}
 ///
 /// ```rust
 /// use std::collections::HashSet;
-/// use mcp_core::version::Version;
+/// use ferrymcp_core::version::Version;
 ///
 /// let set: HashSet<Version> = [Version::new("1")?, Version::new("1.0")?].into();
 /// assert_eq!(set.len(), 2);
-/// # Ok::<(), mcp_core::version::VersionError>(())
+/// # Ok::<(), ferrymcp_core::version::VersionError>(())
 /// ```
 impl Hash for Version {
     fn hash<H: Hasher>(&self, state: &mut H) {
@@ -259,14 +259,14 @@ impl Hash for Version {
 /// (byte-wise among themselves), equivalent spellings by raw string.
 ///
 /// ```rust
-/// use mcp_core::version::Version;
+/// use ferrymcp_core::version::Version;
 ///
 /// let v = |s: &str| Version::new(s);
 /// assert!(v("1.0.dev0")? < v("1.0a1")?);
 /// assert!(v("1.0")? < v("1.0.post1")?);
 /// assert!(v("1.10.1")? > v("1.2.10")?);
 /// assert!(v("1.0")? > v("1")?);
-/// # Ok::<(), mcp_core::version::VersionError>(())
+/// # Ok::<(), ferrymcp_core::version::VersionError>(())
 /// ```
 impl Ord for Version {
     fn cmp(&self, other: &Self) -> Ordering {
@@ -277,10 +277,10 @@ impl Ord for Version {
 /// Same as [`Ord`].
 ///
 /// ```rust
-/// use mcp_core::version::Version;
+/// use ferrymcp_core::version::Version;
 ///
 /// assert!(Version::new("2")? < Version::new("10")?);
-/// # Ok::<(), mcp_core::version::VersionError>(())
+/// # Ok::<(), ferrymcp_core::version::VersionError>(())
 /// ```
 impl PartialOrd for Version {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
@@ -291,10 +291,10 @@ impl PartialOrd for Version {
 /// Shows the raw string.
 ///
 /// ```rust
-/// use mcp_core::version::Version;
+/// use ferrymcp_core::version::Version;
 ///
 /// assert_eq!(Version::new("v1.0")?.to_string(), "v1.0");
-/// # Ok::<(), mcp_core::version::VersionError>(())
+/// # Ok::<(), ferrymcp_core::version::VersionError>(())
 /// ```
 impl fmt::Display for Version {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -305,12 +305,12 @@ impl fmt::Display for Version {
 /// The raw string.
 ///
 /// ```rust
-/// use mcp_core::version::Version;
+/// use ferrymcp_core::version::Version;
 ///
 /// let v = Version::new("2.1")?;
 /// let s: &str = v.as_ref();
 /// assert_eq!(s, "2.1");
-/// # Ok::<(), mcp_core::version::VersionError>(())
+/// # Ok::<(), ferrymcp_core::version::VersionError>(())
 /// ```
 impl AsRef<str> for Version {
     fn as_ref(&self) -> &str {
@@ -321,12 +321,12 @@ impl AsRef<str> for Version {
 /// Same as [`Version::new`].
 ///
 /// ```rust
-/// use mcp_core::version::Version;
+/// use ferrymcp_core::version::Version;
 ///
 /// let v: Version = "1.0".parse()?;
 /// assert_eq!(v.as_str(), "1.0");
 /// assert!("a@b".parse::<Version>().is_err());
-/// # Ok::<(), mcp_core::version::VersionError>(())
+/// # Ok::<(), ferrymcp_core::version::VersionError>(())
 /// ```
 impl FromStr for Version {
     type Err = VersionError;
@@ -339,11 +339,11 @@ impl FromStr for Version {
 /// Same as [`Version::new`].
 ///
 /// ```rust
-/// use mcp_core::version::Version;
+/// use ferrymcp_core::version::Version;
 ///
 /// assert_eq!(Version::try_from("3")?.as_str(), "3");
 /// assert!(Version::try_from("").is_err());
-/// # Ok::<(), mcp_core::version::VersionError>(())
+/// # Ok::<(), ferrymcp_core::version::VersionError>(())
 /// ```
 impl TryFrom<&str> for Version {
     type Error = VersionError;
@@ -356,11 +356,11 @@ impl TryFrom<&str> for Version {
 /// Same as [`Version::new`].
 ///
 /// ```rust
-/// use mcp_core::version::Version;
+/// use ferrymcp_core::version::Version;
 ///
 /// assert_eq!(Version::try_from(String::from("3"))?.as_str(), "3");
 /// assert!(Version::try_from(String::from("x@y")).is_err());
-/// # Ok::<(), mcp_core::version::VersionError>(())
+/// # Ok::<(), ferrymcp_core::version::VersionError>(())
 /// ```
 impl TryFrom<String> for Version {
     type Error = VersionError;
@@ -377,7 +377,7 @@ macro_rules! version_from_int {
         #[doc = concat!("Converts a `", stringify!($int), "` to its decimal string (H01).")]
         ///
         /// ```rust
-        /// use mcp_core::version::Version;
+        /// use ferrymcp_core::version::Version;
         ///
         #[doc = concat!("let v = Version::from(0", stringify!($int), ");")]
         /// assert_eq!(v.as_str(), "0");
@@ -396,10 +396,10 @@ version_from_int!(u32, u64, i32, i64);
 /// Serializes as the plain raw string.
 ///
 /// ```rust
-/// use mcp_core::version::Version;
+/// use ferrymcp_core::version::Version;
 ///
 /// assert_eq!(serde_json::to_string(&Version::new("v1.0")?).unwrap(), r#""v1.0""#);
-/// # Ok::<(), mcp_core::version::VersionError>(())
+/// # Ok::<(), ferrymcp_core::version::VersionError>(())
 /// ```
 impl Serialize for Version {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -410,7 +410,7 @@ impl Serialize for Version {
 /// Deserializes from a string, validated by [`Version::new`].
 ///
 /// ```rust
-/// use mcp_core::version::Version;
+/// use ferrymcp_core::version::Version;
 ///
 /// let v: Version = serde_json::from_str(r#""2.0""#).unwrap();
 /// assert_eq!(v.as_str(), "2.0");
@@ -453,7 +453,7 @@ impl<'de> Deserialize<'de> for Version {
 /// [`Default`] is [`VersionSpec::any`].
 ///
 /// ```rust
-/// use mcp_core::version::{Version, VersionSpec};
+/// use ferrymcp_core::version::{Version, VersionSpec};
 ///
 /// let spec = VersionSpec {
 ///     gte: Some(Version::new("1.0")?),
@@ -464,7 +464,7 @@ impl<'de> Deserialize<'de> for Version {
 /// assert!(spec.matches(Some(&Version::new("1.5")?)));
 /// assert!(!spec.matches(Some(&Version::new("2.0")?)));
 /// assert!(!spec.matches(None));
-/// # Ok::<(), mcp_core::version::VersionError>(())
+/// # Ok::<(), ferrymcp_core::version::VersionError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VersionSpec {
@@ -481,7 +481,7 @@ pub struct VersionSpec {
 /// Same as [`VersionSpec::any`].
 ///
 /// ```rust
-/// use mcp_core::version::VersionSpec;
+/// use ferrymcp_core::version::VersionSpec;
 ///
 /// assert_eq!(VersionSpec::default(), VersionSpec::any());
 /// assert!(VersionSpec::default().include_unversioned);
@@ -497,12 +497,12 @@ impl VersionSpec {
     /// unversioned components.
     ///
     /// ```rust
-    /// use mcp_core::version::{Version, VersionSpec};
+    /// use ferrymcp_core::version::{Version, VersionSpec};
     ///
     /// let spec = VersionSpec::exact(Version::new("1")?);
     /// assert!(spec.matches(Some(&Version::new("v1.0")?)));
     /// assert!(!spec.matches(Some(&Version::new("1.0.1")?)));
-    /// # Ok::<(), mcp_core::version::VersionError>(())
+    /// # Ok::<(), ferrymcp_core::version::VersionError>(())
     /// ```
     pub fn exact(v: Version) -> Self {
         Self {
@@ -514,11 +514,11 @@ impl VersionSpec {
     /// Accepts every version and unversioned components.
     ///
     /// ```rust
-    /// use mcp_core::version::{Version, VersionSpec};
+    /// use ferrymcp_core::version::{Version, VersionSpec};
     ///
     /// assert!(VersionSpec::any().matches(Some(&Version::new("anything")?)));
     /// assert!(VersionSpec::any().matches(None));
-    /// # Ok::<(), mcp_core::version::VersionError>(())
+    /// # Ok::<(), ferrymcp_core::version::VersionError>(())
     /// ```
     pub fn any() -> Self {
         Self {
@@ -533,12 +533,12 @@ impl VersionSpec {
     /// unversioned components.
     ///
     /// ```rust
-    /// use mcp_core::version::{Version, VersionSpec};
+    /// use ferrymcp_core::version::{Version, VersionSpec};
     ///
     /// let spec = VersionSpec::range(None, Some(Version::new("2")?));
     /// assert!(spec.matches(Some(&Version::new("1.9")?)));
     /// assert!(!spec.matches(Some(&Version::new("2.0")?)));
-    /// # Ok::<(), mcp_core::version::VersionError>(())
+    /// # Ok::<(), ferrymcp_core::version::VersionError>(())
     /// ```
     pub fn range(gte: Option<Version>, lt: Option<Version>) -> Self {
         Self {
@@ -551,7 +551,7 @@ impl VersionSpec {
     /// The same spec, but unversioned components no longer match.
     ///
     /// ```rust
-    /// use mcp_core::version::VersionSpec;
+    /// use ferrymcp_core::version::VersionSpec;
     ///
     /// assert!(!VersionSpec::any().excluding_unversioned().matches(None));
     /// ```
@@ -566,7 +566,7 @@ impl VersionSpec {
     /// unversioned component.
     ///
     /// ```rust
-    /// use mcp_core::version::{Version, VersionSpec};
+    /// use ferrymcp_core::version::{Version, VersionSpec};
     ///
     /// let spec = VersionSpec {
     ///     eq: Some(Version::new("3")?),
@@ -576,7 +576,7 @@ impl VersionSpec {
     /// // `eq` must satisfy the range too.
     /// assert!(!spec.matches(Some(&Version::new("3")?)));
     /// assert!(spec.matches(None));
-    /// # Ok::<(), mcp_core::version::VersionError>(())
+    /// # Ok::<(), ferrymcp_core::version::VersionError>(())
     /// ```
     pub fn matches(&self, version: Option<&Version>) -> bool {
         let Some(version) = version else {

@@ -8,14 +8,14 @@ use std::sync::{
     atomic::{AtomicUsize, Ordering},
 };
 
-use mcp_core::{
+use ferrymcp_core::{
     Args, CallTool, Extension, MountOptions, PromptDef, PromptGet, RequestScope, ResourceDef,
     ResourceRead, Server, ToolCall, ToolCallNext, ToolDef,
     auth::{Access, BearerToken, Operation, Principal, Requirement, ScopeMatcher},
     types::{CallToolResponse, CallToolResult, ErrorData, JsonObject},
 };
+use ferrymcp_test_helpers::client::{Lifecycle, in_memory};
 use serde_json::json;
-use test_helpers::client::{Lifecycle, in_memory};
 
 fn caller(scopes: &[&str]) -> RequestScope {
     RequestScope::new().with_principal(
@@ -165,7 +165,7 @@ async fn au18_each_listing_hides_what_the_caller_may_not_use() {
         ["open", "secret"]
     );
 
-    let uris = |listed: Vec<mcp_core::ResourceInfo>| {
+    let uris = |listed: Vec<ferrymcp_core::ResourceInfo>| {
         listed
             .iter()
             .map(|r| r.uri().to_owned())
@@ -180,7 +180,7 @@ async fn au18_each_listing_hides_what_the_caller_may_not_use() {
         ["data://open", "data://secret"]
     );
 
-    let templates = |listed: Vec<mcp_core::TemplateInfo>| listed.len();
+    let templates = |listed: Vec<ferrymcp_core::TemplateInfo>| listed.len();
     assert_eq!(
         templates(
             server
@@ -200,7 +200,7 @@ async fn au18_each_listing_hides_what_the_caller_may_not_use() {
         1
     );
 
-    let prompts = |listed: Vec<mcp_core::PromptInfo>| {
+    let prompts = |listed: Vec<ferrymcp_core::PromptInfo>| {
         listed
             .iter()
             .map(|p| p.name().to_owned())
@@ -674,7 +674,7 @@ async fn au18_over_stdio_an_anonymous_client_neither_sees_nor_calls_guarded_comp
             .is_empty()
     );
 
-    let params = mcp_core::types::CallToolRequestParams::new("secret");
+    let params = ferrymcp_core::types::CallToolRequestParams::new("secret");
     let denied = pair
         .client
         .call_tool_once(params.clone())
@@ -696,11 +696,11 @@ async fn au18_over_stdio_an_anonymous_client_neither_sees_nor_calls_guarded_comp
 async fn au18_middleware_still_sees_the_principal() {
     struct Spy(Arc<std::sync::Mutex<Vec<String>>>);
     #[async_trait::async_trait]
-    impl mcp_core::Middleware for Spy {
+    impl ferrymcp_core::Middleware for Spy {
         async fn on_call_tool(
             &self,
             call: CallTool,
-            next: mcp_core::middleware::Next<'_, CallTool>,
+            next: ferrymcp_core::middleware::Next<'_, CallTool>,
         ) -> Result<CallToolResponse, ErrorData> {
             if let Some(p) = call.context().scope().principal() {
                 self.0.lock().unwrap().push(p.client_id.clone());
@@ -732,7 +732,7 @@ async fn au18_over_stdio_with_hiding_off_a_denied_call_is_invalid_request_naming
     .await
     .unwrap();
     assert_eq!(pair.client.list_all_tools().await.unwrap().len(), 2);
-    let params = mcp_core::types::CallToolRequestParams::new("secret");
+    let params = ferrymcp_core::types::CallToolRequestParams::new("secret");
     let Err(rmcp::ServiceError::McpError(denied)) = pair.client.call_tool_once(params).await else {
         panic!("expected a JSON-RPC error");
     };

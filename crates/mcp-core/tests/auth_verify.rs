@@ -1,5 +1,5 @@
 //! Token verification (the `auth` feature) against a real authorization server: npm's
-//! oidc-provider, started by `test_helpers::auth_server` on a loopback port.
+//! oidc-provider, started by `ferrymcp_test_helpers::auth_server` on a loopback port.
 
 use std::{
     sync::Arc,
@@ -7,15 +7,15 @@ use std::{
 };
 
 use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
-use mcp_core::auth::verify::{
+use ferrymcp_core::auth::verify::{
     CachedVerifier, IntrospectionVerifier, Issuers, JwtVerifier, TokenVerifier, Verified,
     VerifyError,
 };
-use serde_json::{Value, json};
-use test_helpers::auth_server::{
+use ferrymcp_test_helpers::auth_server::{
     AuthServer, CLIENT_A, CLIENT_B, OPAQUE_A, OPAQUE_B, OPAQUE_SECRET_A, RS_CLIENT, RS_SECRET,
     jwt_parts,
 };
+use serde_json::{Value, json};
 
 const RESOURCE: &str = "http://127.0.0.1:7/mcp";
 const OTHER_RESOURCE: &str = "http://127.0.0.1:8/mcp";

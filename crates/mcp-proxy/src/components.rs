@@ -8,7 +8,7 @@
 //! opens like any handler state); the upstream's answer, an input round included, comes
 //! back as it is, and its errors keep their code and message.
 
-use mcp_core::{
+use ferrymcp_core::{
     Context, PromptDef, RawArgs, ResourceDef, Server, Target, ToolError,
     completion::Completion,
     types::{
@@ -66,7 +66,7 @@ async fn all_pages<T>(
 
 /// Lists the upstream's resources, templates and prompts and registers them on `server`.
 pub(crate) async fn register(server: &Server, upstream: &Upstream) -> Result<(), ProxyError> {
-    let config = |e: mcp_core::ServerError| ProxyError::Config(e.to_string());
+    let config = |e: ferrymcp_core::ServerError| ProxyError::Config(e.to_string());
     let completes = upstream.offers_completions().await?;
     let resources = all_pages(
         upstream,
@@ -194,7 +194,7 @@ fn proxy_resource(upstream: &Upstream, resource: Resource) -> ResourceDef {
 fn proxy_template(upstream: &Upstream, template: ResourceTemplate, completes: bool) -> ResourceDef {
     let source = upstream.clone();
     let variables: Vec<String> = if completes {
-        mcp_core::uri_template::UriTemplate::parse(&template.uri_template)
+        ferrymcp_core::uri_template::UriTemplate::parse(&template.uri_template)
             .map(|t| t.variables().into_iter().map(str::to_owned).collect())
             .unwrap_or_default()
     } else {
@@ -298,7 +298,7 @@ fn proxy_prompt(upstream: &Upstream, prompt: Prompt, completes: bool) -> PromptD
 fn forward_completion(
     upstream: &Upstream,
     reference: Reference,
-) -> impl Fn(Completion) -> mcp_core::BoxFuture<'static, Result<CompletionInfo, ToolError>>
+) -> impl Fn(Completion) -> ferrymcp_core::BoxFuture<'static, Result<CompletionInfo, ToolError>>
 + Send
 + Sync
 + 'static {

@@ -23,8 +23,8 @@ use std::{
 };
 
 use arc_swap::ArcSwapOption;
-use mcp_core::{CancellationToken, Context, auth::BearerToken};
-use mcp_types::{
+use ferrymcp_core::{CancellationToken, Context, auth::BearerToken};
+use ferrymcp_types::{
     CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, Implementation,
     JsonObject, ProtocolVersion, ServerResult, TASKS_EXTENSION_ID, ToolDescriptor, meta,
 };
@@ -58,8 +58,8 @@ use crate::{
 /// Per-request options of [`Upstream::request`] and [`Upstream::call_tool`].
 ///
 /// ```
-/// let cancel = mcp_core::CancellationToken::new();
-/// let options = mcp_proxy::RequestOptions::default().cancel_on(&cancel).with_tasks();
+/// let cancel = ferrymcp_core::CancellationToken::new();
+/// let options = ferrymcp_proxy::RequestOptions::default().cancel_on(&cancel).with_tasks();
 /// assert!(options.tasks_opt_in);
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
@@ -85,8 +85,8 @@ impl<'a> RequestOptions<'a> {
     /// on behalf of its client.
     ///
     /// ```
-    /// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), mcp_core::RequestScope::new());
-    /// let options = mcp_proxy::RequestOptions::from_context(&cx);
+    /// let cx = ferrymcp_core::Context::new(ferrymcp_core::Server::new("s"), ferrymcp_core::RequestScope::new());
+    /// let options = ferrymcp_proxy::RequestOptions::from_context(&cx);
     /// assert!(options.client_headers.is_none());
     /// assert!(options.on_behalf && options.caller_token.is_none());
     /// ```
@@ -108,8 +108,8 @@ impl<'a> RequestOptions<'a> {
     /// [`caller_token`](Self::caller_token)).
     ///
     /// ```
-    /// let token = mcp_core::auth::BearerToken::new("eyJ...");
-    /// let options = mcp_proxy::RequestOptions::default().for_caller(Some(&token));
+    /// let token = ferrymcp_core::auth::BearerToken::new("eyJ...");
+    /// let options = ferrymcp_proxy::RequestOptions::default().for_caller(Some(&token));
     /// assert!(options.on_behalf && options.caller_token.is_some());
     /// ```
     pub fn for_caller(mut self, token: Option<&'a BearerToken>) -> Self {
@@ -121,7 +121,7 @@ impl<'a> RequestOptions<'a> {
     /// Sets [`tasks_opt_in`](Self::tasks_opt_in).
     ///
     /// ```
-    /// assert!(mcp_proxy::RequestOptions::default().with_tasks().tasks_opt_in);
+    /// assert!(ferrymcp_proxy::RequestOptions::default().with_tasks().tasks_opt_in);
     /// ```
     pub fn with_tasks(mut self) -> Self {
         self.tasks_opt_in = true;
@@ -131,8 +131,8 @@ impl<'a> RequestOptions<'a> {
     /// Sets [`cancel`](Self::cancel).
     ///
     /// ```
-    /// let token = mcp_core::CancellationToken::new();
-    /// assert!(mcp_proxy::RequestOptions::default().cancel_on(&token).cancel.is_some());
+    /// let token = ferrymcp_core::CancellationToken::new();
+    /// assert!(ferrymcp_proxy::RequestOptions::default().cancel_on(&token).cancel.is_some());
     /// ```
     pub fn cancel_on(mut self, token: &'a CancellationToken) -> Self {
         self.cancel = Some(token);
@@ -210,8 +210,8 @@ struct Inner {
 /// share the session).
 ///
 /// ```no_run
-/// # async fn run() -> Result<(), mcp_proxy::ProxyError> {
-/// use mcp_proxy::{CommandTarget, Upstream};
+/// # async fn run() -> Result<(), ferrymcp_proxy::ProxyError> {
+/// use ferrymcp_proxy::{CommandTarget, Upstream};
 /// let upstream = Upstream::command("files", CommandTarget::new("my-mcp-server").arg("--stdio"));
 /// let tools = upstream.list_tools().await?; // connects on first use, then reuses the session
 /// # Ok(()) }
@@ -232,7 +232,7 @@ impl std::fmt::Debug for Upstream {
 fn client_config() -> ClientConfig {
     ClientConfig::new(
         ClientCapabilities::default(),
-        Implementation::new("mcpkit-proxy", env!("CARGO_PKG_VERSION")),
+        Implementation::new("ferrymcp-proxy", env!("CARGO_PKG_VERSION")),
     )
 }
 
@@ -254,7 +254,7 @@ impl Upstream {
     /// A child process over stdio, spawned on first use and respawned after it dies.
     ///
     /// ```
-    /// let u = mcp_proxy::Upstream::command("fs", mcp_proxy::CommandTarget::new("fs-server"));
+    /// let u = ferrymcp_proxy::Upstream::command("fs", ferrymcp_proxy::CommandTarget::new("fs-server"));
     /// assert_eq!(u.name(), "fs");
     /// ```
     pub fn command(name: impl Into<String>, target: CommandTarget) -> Self {
@@ -264,7 +264,7 @@ impl Upstream {
     /// A Streamable HTTP server.
     ///
     /// ```
-    /// let u = mcp_proxy::Upstream::http("api", mcp_proxy::HttpTarget::new("http://127.0.0.1:8000/mcp"));
+    /// let u = ferrymcp_proxy::Upstream::http("api", ferrymcp_proxy::HttpTarget::new("http://127.0.0.1:8000/mcp"));
     /// assert_eq!(u.name(), "api");
     /// ```
     pub fn http(name: impl Into<String>, target: HttpTarget) -> Self {
@@ -275,8 +275,8 @@ impl Upstream {
     /// it closes, requests fail with [`ProxyError::Down`].
     ///
     /// ```no_run
-    /// # async fn run(client: rmcp::service::RunningService<rmcp::RoleClient, mcp_types::ClientConfig>) {
-    /// let upstream = mcp_proxy::Upstream::from_peer("mine", client.peer().clone());
+    /// # async fn run(client: rmcp::service::RunningService<rmcp::RoleClient, ferrymcp_types::ClientConfig>) {
+    /// let upstream = ferrymcp_proxy::Upstream::from_peer("mine", client.peer().clone());
     /// # }
     /// ```
     pub fn from_peer(name: impl Into<String>, peer: Peer<RoleClient>) -> Self {
@@ -288,8 +288,8 @@ impl Upstream {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let u = mcp_proxy::Upstream::http("api", mcp_proxy::HttpTarget::new("http://127.0.0.1:1/mcp"))
-    ///     .with_options(mcp_proxy::UpstreamOptions::default().call_timeout(Duration::from_secs(2)));
+    /// let u = ferrymcp_proxy::Upstream::http("api", ferrymcp_proxy::HttpTarget::new("http://127.0.0.1:1/mcp"))
+    ///     .with_options(ferrymcp_proxy::UpstreamOptions::default().call_timeout(Duration::from_secs(2)));
     /// assert_eq!(u.options().call_timeout, Duration::from_secs(2));
     /// ```
     pub fn with_options(self, options: UpstreamOptions) -> Self {
@@ -299,7 +299,7 @@ impl Upstream {
     /// The name given at construction (used in errors and in proxy task ids).
     ///
     /// ```
-    /// assert_eq!(mcp_proxy::Upstream::command("x", mcp_proxy::CommandTarget::new("y")).name(), "x");
+    /// assert_eq!(ferrymcp_proxy::Upstream::command("x", ferrymcp_proxy::CommandTarget::new("y")).name(), "x");
     /// ```
     pub fn name(&self) -> &str {
         &self.inner.name
@@ -308,8 +308,8 @@ impl Upstream {
     /// The options.
     ///
     /// ```
-    /// let u = mcp_proxy::Upstream::command("x", mcp_proxy::CommandTarget::new("y"));
-    /// assert_eq!(u.options(), &mcp_proxy::UpstreamOptions::default());
+    /// let u = ferrymcp_proxy::Upstream::command("x", ferrymcp_proxy::CommandTarget::new("y"));
+    /// assert_eq!(u.options(), &ferrymcp_proxy::UpstreamOptions::default());
     /// ```
     pub fn options(&self) -> &UpstreamOptions {
         &self.inner.options
@@ -318,7 +318,7 @@ impl Upstream {
     /// The process id of a stdio upstream's current child, if one is running.
     ///
     /// ```
-    /// assert_eq!(mcp_proxy::Upstream::command("x", mcp_proxy::CommandTarget::new("y")).process_id(), None);
+    /// assert_eq!(ferrymcp_proxy::Upstream::command("x", ferrymcp_proxy::CommandTarget::new("y")).process_id(), None);
     /// ```
     pub fn process_id(&self) -> Option<u32> {
         self.inner
@@ -333,7 +333,7 @@ impl Upstream {
     /// session (connects if needed).
     ///
     /// ```no_run
-    /// # async fn run(u: mcp_proxy::Upstream) -> Result<(), mcp_proxy::ProxyError> {
+    /// # async fn run(u: ferrymcp_proxy::Upstream) -> Result<(), ferrymcp_proxy::ProxyError> {
     /// if u.supports_tasks().await? { /* task passthrough applies */ }
     /// # Ok(()) }
     /// ```
@@ -344,7 +344,7 @@ impl Upstream {
     /// The upstream's `instructions` (connects if needed).
     ///
     /// ```no_run
-    /// # async fn run(u: mcp_proxy::Upstream) -> Result<(), mcp_proxy::ProxyError> {
+    /// # async fn run(u: ferrymcp_proxy::Upstream) -> Result<(), ferrymcp_proxy::ProxyError> {
     /// let instructions = u.instructions().await?;
     /// # Ok(()) }
     /// ```
@@ -355,7 +355,7 @@ impl Upstream {
     /// Whether the upstream advertises `completions` (connects if needed).
     ///
     /// ```no_run
-    /// # async fn f(u: mcp_proxy::Upstream) -> Result<(), mcp_proxy::ProxyError> {
+    /// # async fn f(u: ferrymcp_proxy::Upstream) -> Result<(), ferrymcp_proxy::ProxyError> {
     /// let completes = u.offers_completions().await?;
     /// # let _ = completes; Ok(()) }
     /// ```
@@ -383,7 +383,7 @@ impl Upstream {
         if !session.modern || !subscribes {
             return Ok(None);
         }
-        let filter = mcp_types::SubscriptionFilter::builder()
+        let filter = ferrymcp_types::SubscriptionFilter::builder()
             .resource_subscriptions(uris.iter().cloned())
             .build();
         session
@@ -401,7 +401,7 @@ impl Upstream {
     /// bytes pass through the proxy's own reader (stdio upstreams).
     ///
     /// ```no_run
-    /// # async fn run(u: mcp_proxy::Upstream) -> Result<(), mcp_proxy::ProxyError> {
+    /// # async fn run(u: ferrymcp_proxy::Upstream) -> Result<(), ferrymcp_proxy::ProxyError> {
     /// for tool in u.list_tools().await? {
     ///     println!("{} {:?}", tool.name(), tool.task_support());
     /// }
@@ -439,9 +439,9 @@ impl Upstream {
     /// Cancelling `options.cancel` cancels the upstream request (`notifications/cancelled`).
     ///
     /// ```no_run
-    /// # async fn run(u: mcp_proxy::Upstream) -> Result<(), mcp_proxy::ProxyError> {
+    /// # async fn run(u: ferrymcp_proxy::Upstream) -> Result<(), ferrymcp_proxy::ProxyError> {
     /// let args = serde_json::json!({"a": 1, "b": 2}).as_object().cloned().unwrap_or_default();
-    /// let reply = u.call_tool("add", args, mcp_proxy::RequestOptions::default()).await?;
+    /// let reply = u.call_tool("add", args, ferrymcp_proxy::RequestOptions::default()).await?;
     /// # Ok(()) }
     /// ```
     pub async fn call_tool(
@@ -476,9 +476,9 @@ impl Upstream {
     /// the next request reconnects.
     ///
     /// ```no_run
-    /// # async fn run(u: mcp_proxy::Upstream) -> Result<(), mcp_proxy::ProxyError> {
+    /// # async fn run(u: ferrymcp_proxy::Upstream) -> Result<(), ferrymcp_proxy::ProxyError> {
     /// use rmcp::model::{ClientRequest, PingRequest};
-    /// let _ = u.request(ClientRequest::PingRequest(PingRequest::default()), mcp_proxy::RequestOptions::default()).await;
+    /// let _ = u.request(ClientRequest::PingRequest(PingRequest::default()), ferrymcp_proxy::RequestOptions::default()).await;
     /// # Ok(()) }
     /// ```
     pub async fn request(
@@ -578,7 +578,7 @@ impl Upstream {
     }
 
     fn cancelled(&self, method: &str) -> ProxyError {
-        ProxyError::Upstream(mcp_types::ErrorData::internal_error(
+        ProxyError::Upstream(ferrymcp_types::ErrorData::internal_error(
             format!(
                 "request {method} to upstream '{}' was cancelled",
                 self.inner.name

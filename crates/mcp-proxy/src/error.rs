@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use mcp_types::{ErrorCode, ErrorData};
+use ferrymcp_types::{ErrorCode, ErrorData};
 
 /// A failure to reach or use an upstream MCP server.
 ///
@@ -11,7 +11,7 @@ use mcp_types::{ErrorCode, ErrorData};
 /// naming the upstream ([`ProxyError::into_error_data`]).
 ///
 /// ```
-/// use mcp_proxy::ProxyError;
+/// use ferrymcp_proxy::ProxyError;
 /// let error = ProxyError::Down { upstream: "github".into(), retry_in: std::time::Duration::from_millis(400), last: "connection refused".into() };
 /// assert!(error.to_string().contains("github"));
 /// assert_eq!(error.into_error_data().code.0, -32603);
@@ -88,8 +88,8 @@ impl ProxyError {
     /// rest as `-32603` with this error's message.
     ///
     /// ```
-    /// use mcp_proxy::ProxyError;
-    /// use mcp_types::ErrorData;
+    /// use ferrymcp_proxy::ProxyError;
+    /// use ferrymcp_types::ErrorData;
     /// let upstream = ErrorData::invalid_params("bad input", None);
     /// assert_eq!(ProxyError::Upstream(upstream.clone()).into_error_data(), upstream);
     /// ```
@@ -103,7 +103,7 @@ impl ProxyError {
     /// Whether the session this error came from is unusable (reconnect before the next call).
     ///
     /// ```
-    /// use mcp_proxy::ProxyError;
+    /// use ferrymcp_proxy::ProxyError;
     /// let gone = ProxyError::Disconnected { upstream: "u".into(), method: "tools/call".into() };
     /// assert!(gone.is_connection_lost());
     /// ```

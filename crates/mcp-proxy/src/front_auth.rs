@@ -17,7 +17,7 @@
 //! Verified tokens are cached until they expire. The caller's token stays at the gateway:
 //! an upstream with `type = "token_exchange"` credentials gets a token of its own for it.
 
-use mcp_core::auth::{
+use ferrymcp_core::auth::{
     ResourceServer,
     verify::{CachedVerifier, IntrospectionVerifier, Issuers, JwtVerifier},
 };
@@ -26,7 +26,7 @@ use serde::Deserialize;
 /// The `[auth]` section of the gateway's config.
 ///
 /// ```
-/// let auth: mcp_proxy::gateway::AuthSection = toml::from_str(r#"
+/// let auth: ferrymcp_proxy::gateway::AuthSection = toml::from_str(r#"
 ///     resource = "https://gw.example.com/mcp"
 ///     issuers = ["https://as.example.com"]
 /// "#).unwrap();
@@ -57,7 +57,7 @@ pub struct AuthSection {
 /// `[auth.introspection]`: where opaque tokens are checked, and as which client.
 ///
 /// ```
-/// let s: mcp_proxy::gateway::IntrospectionSection = toml::from_str(r#"
+/// let s: ferrymcp_proxy::gateway::IntrospectionSection = toml::from_str(r#"
 ///     endpoint = "https://as.example.com/introspect"
 ///     client_id = "gateway"
 ///     client_secret_env = "SECRET"
@@ -79,7 +79,7 @@ impl AuthSection {
     /// The resource server this section describes; the error says what is wrong.
     ///
     /// ```
-    /// let auth: mcp_proxy::gateway::AuthSection = toml::from_str(r#"
+    /// let auth: ferrymcp_proxy::gateway::AuthSection = toml::from_str(r#"
     ///     resource = "https://gw.example.com/mcp"
     ///     issuers = ["https://as.example.com"]
     /// "#).unwrap();
@@ -148,13 +148,13 @@ mod tests {
             [introspection]
             endpoint = "https://as.example.com/introspect"
             client_id = "gw"
-            client_secret_env = "MCPKIT_TEST_UNSET_SECRET_VARIABLE"
+            client_secret_env = "FERRYMCP_TEST_UNSET_SECRET_VARIABLE"
             "#,
         )
         .unwrap();
         let error = auth.resource_server().unwrap_err();
         assert!(
-            error.contains("MCPKIT_TEST_UNSET_SECRET_VARIABLE"),
+            error.contains("FERRYMCP_TEST_UNSET_SECRET_VARIABLE"),
             "{error}"
         );
     }

@@ -12,7 +12,7 @@
 //! command = "target/debug/examples/demo"
 //! args = ["--stdio"]
 //! env = { RUST_LOG = "warn" }         # the child gets only these, the base set
-//! inherit_env = ["DEMO_CONFIG"]        # (mcp_proxy::BASE_ENV) and the ones named here
+//! inherit_env = ["DEMO_CONFIG"]        # (ferrymcp_proxy::BASE_ENV) and the ones named here
 //!
 //! [[upstream]]
 //! namespace = "api"
@@ -51,7 +51,7 @@
 
 use std::{collections::BTreeMap, path::PathBuf, time::Duration};
 
-use mcp_core::Server;
+use ferrymcp_core::Server;
 use serde::Deserialize;
 
 pub use crate::front_auth::{AuthSection, IntrospectionSection};
@@ -64,7 +64,7 @@ use crate::{
 /// A gateway configuration file.
 ///
 /// ```
-/// let config = mcp_proxy::gateway::GatewayConfig::from_toml(r#"
+/// let config = ferrymcp_proxy::gateway::GatewayConfig::from_toml(r#"
 ///     [[upstream]]
 ///     namespace = "demo"
 ///     command = "demo"
@@ -98,7 +98,7 @@ fn default_name() -> String {
 /// The `[tasks]` section.
 ///
 /// ```
-/// let s: mcp_proxy::gateway::TasksSection = toml::from_str(r#"url = "memory://""#).unwrap();
+/// let s: ferrymcp_proxy::gateway::TasksSection = toml::from_str(r#"url = "memory://""#).unwrap();
 /// assert_eq!(s.url.as_deref(), Some("memory://"));
 /// ```
 #[derive(Debug, Clone, Deserialize)]
@@ -114,7 +114,7 @@ pub struct TasksSection {
 /// One `[[upstream]]`: a namespace and either `command` or `url`.
 ///
 /// ```
-/// let u: mcp_proxy::gateway::UpstreamConfig = toml::from_str(r#"
+/// let u: ferrymcp_proxy::gateway::UpstreamConfig = toml::from_str(r#"
 ///     namespace = "api"
 ///     url = "http://127.0.0.1:8001/mcp"
 /// "#).unwrap();
@@ -168,7 +168,7 @@ pub struct UpstreamConfig {
     /// `"required"`, `"forbidden"`): with `[tasks]`, opted-in calls of these tools run as
     /// local tasks when the upstream has no tasks of its own.
     #[serde(default)]
-    pub task_modes: BTreeMap<String, mcp_types::TaskSupport>,
+    pub task_modes: BTreeMap<String, ferrymcp_types::TaskSupport>,
 }
 
 /// A key the gateway refuses, kept only to say why (`Debug` never shows its value).
@@ -185,8 +185,8 @@ impl std::fmt::Debug for Refused {
 /// The kind of `[upstream.auth]`.
 ///
 /// ```
-/// let c: mcp_proxy::gateway::AuthConfig = toml::from_str(r#"type = "bearer""#).unwrap();
-/// assert_eq!(c.kind, mcp_proxy::gateway::AuthKind::Bearer);
+/// let c: ferrymcp_proxy::gateway::AuthConfig = toml::from_str(r#"type = "bearer""#).unwrap();
+/// assert_eq!(c.kind, ferrymcp_proxy::gateway::AuthKind::Bearer);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -203,7 +203,7 @@ pub enum AuthKind {
 /// only; `Debug` shows the names of the variables, never their values.
 ///
 /// ```
-/// let c: mcp_proxy::gateway::AuthConfig = toml::from_str(r#"
+/// let c: ferrymcp_proxy::gateway::AuthConfig = toml::from_str(r#"
 ///     type = "token_exchange"
 ///     token_url = "https://as.internal/token"
 ///     client_id = "gateway"
@@ -248,7 +248,7 @@ impl AuthConfig {
     /// its secret read from the environment through `env`.
     ///
     /// ```
-    /// let c: mcp_proxy::gateway::AuthConfig = toml::from_str(r#"
+    /// let c: ferrymcp_proxy::gateway::AuthConfig = toml::from_str(r#"
     ///     type = "bearer"
     ///     token_env = "API_TOKEN"
     /// "#).unwrap();
@@ -335,7 +335,7 @@ impl AuthConfig {
 /// Why a gateway could not be built.
 ///
 /// ```
-/// let error = mcp_proxy::gateway::GatewayConfig::from_toml("nonsense = 1").unwrap_err();
+/// let error = ferrymcp_proxy::gateway::GatewayConfig::from_toml("nonsense = 1").unwrap_err();
 /// assert!(error.to_string().contains("config"));
 /// ```
 #[derive(Debug, thiserror::Error)]
@@ -367,7 +367,7 @@ pub enum GatewayError {
     TaskIds(#[from] TaskIdError),
     /// The server refused a mount or an extension.
     #[error(transparent)]
-    Server(#[from] mcp_core::ServerError),
+    Server(#[from] ferrymcp_core::ServerError),
     /// The `[auth]` section is unusable.
     #[error("{0}")]
     Auth(String),
@@ -377,7 +377,7 @@ impl GatewayConfig {
     /// Parses a TOML config.
     ///
     /// ```
-    /// let config = mcp_proxy::gateway::GatewayConfig::from_toml("").unwrap();
+    /// let config = ferrymcp_proxy::gateway::GatewayConfig::from_toml("").unwrap();
     /// assert!(config.upstream.is_empty());
     /// ```
     pub fn from_toml(text: &str) -> Result<Self, GatewayError> {
@@ -388,11 +388,11 @@ impl GatewayConfig {
     /// section is present.
     ///
     /// ```
-    /// let config = mcp_proxy::gateway::GatewayConfig::from_toml("").unwrap();
+    /// let config = ferrymcp_proxy::gateway::GatewayConfig::from_toml("").unwrap();
     /// assert!(config.http_config().is_ok());
     /// ```
-    pub fn http_config(&self) -> Result<mcp_core::HttpConfig, GatewayError> {
-        let config = mcp_core::HttpConfig::new();
+    pub fn http_config(&self) -> Result<ferrymcp_core::HttpConfig, GatewayError> {
+        let config = ferrymcp_core::HttpConfig::new();
         match &self.auth {
             Some(auth) => Ok(config.auth(auth.resource_server().map_err(GatewayError::Auth)?)),
             None => Ok(config),
@@ -402,7 +402,7 @@ impl GatewayConfig {
     /// Reads and parses a TOML config file.
     ///
     /// ```
-    /// assert!(mcp_proxy::gateway::GatewayConfig::load("/nonexistent.toml").is_err());
+    /// assert!(ferrymcp_proxy::gateway::GatewayConfig::load("/nonexistent.toml").is_err());
     /// ```
     pub fn load(path: impl Into<PathBuf>) -> Result<Self, GatewayError> {
         let path = path.into();
@@ -416,8 +416,8 @@ impl GatewayConfig {
     /// Connects every upstream and builds the aggregate server (not yet serving).
     ///
     /// ```no_run
-    /// # async fn run() -> Result<(), mcp_proxy::gateway::GatewayError> {
-    /// let server = mcp_proxy::gateway::GatewayConfig::load("gateway.toml")?.build().await?;
+    /// # async fn run() -> Result<(), ferrymcp_proxy::gateway::GatewayError> {
+    /// let server = ferrymcp_proxy::gateway::GatewayConfig::load("gateway.toml")?.build().await?;
     /// server.serve_stdio().await.ok();
     /// # Ok(()) }
     /// ```
@@ -441,13 +441,13 @@ impl GatewayConfig {
             }
         };
         if let Some(section) = &self.tasks {
-            let config = mcp_tasks::TasksConfig::from_env().with_url(
+            let config = ferrymcp_tasks::TasksConfig::from_env().with_url(
                 section
                     .url
                     .clone()
                     .unwrap_or_else(|| "memory://".to_owned()),
             );
-            tasks = tasks.with_local(mcp_tasks::TasksExtension::with_config(config));
+            tasks = tasks.with_local(ferrymcp_tasks::TasksExtension::with_config(config));
         }
         for entry in &self.upstream {
             let upstream = entry.upstream()?;
@@ -468,7 +468,7 @@ impl UpstreamConfig {
     /// The [`Upstream`] this entry describes.
     ///
     /// ```
-    /// let u: mcp_proxy::gateway::UpstreamConfig = toml::from_str(r#"
+    /// let u: ferrymcp_proxy::gateway::UpstreamConfig = toml::from_str(r#"
     ///     namespace = "demo"
     ///     command = "demo"
     /// "#).unwrap();
@@ -582,7 +582,7 @@ mod tests {
     #[test]
     fn a_bad_ca_file_is_a_config_error_naming_the_file() {
         // issue 12, scope 3 (TLS): the gateway refuses to start on an unusable CA file.
-        let dir = std::env::temp_dir().join(format!("mcp-gateway-ca-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("ferrymcp-gateway-ca-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let not_pem = dir.join("not-pem.pem");
         std::fs::write(&not_pem, "this is not a certificate\n").unwrap();

@@ -34,7 +34,7 @@ const NEVER: [&str; 12] = [
 ///
 /// ```
 /// use http::{HeaderMap, HeaderValue};
-/// let policy = mcp_proxy::HeaderPolicy::deny_all().allow("X-Request-Id").unwrap();
+/// let policy = ferrymcp_proxy::HeaderPolicy::deny_all().allow("X-Request-Id").unwrap();
 /// let mut incoming = HeaderMap::new();
 /// incoming.insert("x-request-id", HeaderValue::from_static("abc"));
 /// incoming.insert("authorization", HeaderValue::from_static("Bearer client-token"));
@@ -52,7 +52,7 @@ impl HeaderPolicy {
     /// Forwards nothing (the default).
     ///
     /// ```
-    /// assert!(mcp_proxy::HeaderPolicy::deny_all().filter(&http::HeaderMap::new()).is_empty());
+    /// assert!(ferrymcp_proxy::HeaderPolicy::deny_all().filter(&http::HeaderMap::new()).is_empty());
     /// ```
     pub fn deny_all() -> Self {
         Self::default()
@@ -64,8 +64,8 @@ impl HeaderPolicy {
     /// for a per-caller upstream token), as are per-hop headers.
     ///
     /// ```
-    /// assert!(mcp_proxy::HeaderPolicy::deny_all().allow("authorization").is_err());
-    /// assert!(mcp_proxy::HeaderPolicy::deny_all().allow("x-tenant").is_ok());
+    /// assert!(ferrymcp_proxy::HeaderPolicy::deny_all().allow("authorization").is_err());
+    /// assert!(ferrymcp_proxy::HeaderPolicy::deny_all().allow("x-tenant").is_ok());
     /// ```
     pub fn allow(mut self, name: &str) -> Result<Self, ProxyError> {
         let name = HeaderName::try_from(name)
@@ -87,7 +87,7 @@ impl HeaderPolicy {
     /// Whether `name` may be forwarded.
     ///
     /// ```
-    /// let policy = mcp_proxy::HeaderPolicy::deny_all();
+    /// let policy = ferrymcp_proxy::HeaderPolicy::deny_all();
     /// assert!(!policy.allows(&http::header::AUTHORIZATION));
     /// ```
     pub fn allows(&self, name: &HeaderName) -> bool {
@@ -97,7 +97,7 @@ impl HeaderPolicy {
     /// The subset of `incoming` this policy forwards.
     ///
     /// ```
-    /// let forwarded = mcp_proxy::HeaderPolicy::deny_all().filter(&http::HeaderMap::new());
+    /// let forwarded = ferrymcp_proxy::HeaderPolicy::deny_all().filter(&http::HeaderMap::new());
     /// assert!(forwarded.is_empty());
     /// ```
     pub fn filter(&self, incoming: &HeaderMap) -> HeaderMap {

@@ -3,7 +3,7 @@
 //! * [`Upstream`]: a child process over stdio, a Streamable HTTP URL (headers, bearer) or an
 //!   rmcp client, behind one reused session with reconnects and timeouts. Calls to a
 //!   2026-07-28 HTTP upstream skip the session: each is one POST from the caller's task.
-//! * [`ProxyServer`]: an `mcp_core::Server` built from the upstream's listing; each tool is a
+//! * [`ProxyServer`]: an `ferrymcp_core::Server` built from the upstream's listing; each tool is a
 //!   [`ProxyTool`] keeping every field, `execution.taskSupport` included. Mount it under a
 //!   namespace like any server; parent middleware wraps the proxied calls.
 //! * `ProxyTasks` (feature `tasks`): SEP-2663 task passthrough with signed proxy task ids,
@@ -12,12 +12,12 @@
 //!   `Authorization`).
 //! * [`upstream_auth::UpstreamAuth`]: an HTTP upstream's own credentials (a static bearer,
 //!   OAuth client credentials, or RFC 8693 token exchange of the caller's token).
-//! * `gateway` (feature `gateway`, not on by default): the `mcp-gateway` binary's config
+//! * `gateway` (feature `gateway`, not on by default): the `ferrymcp-gateway` binary's config
 //!   file and fronts; the feature adds its command line, config and log dependencies.
 //!
 //! ```
-//! use mcp_proxy::{ClientFactory, ProxyTool};
-//! use mcp_types::{TaskSupport, ToolDescriptor};
+//! use ferrymcp_proxy::{ClientFactory, ProxyTool};
+//! use ferrymcp_types::{TaskSupport, ToolDescriptor};
 //!
 //! let remote: ToolDescriptor = serde_json::from_value(serde_json::json!({
 //!     "name": "remote_task_tool",

@@ -3,12 +3,12 @@
 //! rmcp's `Tool` has no `execution` field and drops it while parsing (rmcp-notes §4.3), before
 //! any of our code sees the message. For upstreams whose bytes we read ourselves (a child
 //! process over stdio), [`keep_execution`] rewrites each `tools/list` result line first:
-//! every tool's `execution` moves into `_meta["io.mcpkit/execution"]`, where rmcp keeps it,
-//! and [`ToolDescriptor::from`](mcp_types::ToolDescriptor) moves it back out. 2026-07-28
+//! every tool's `execution` moves into `_meta["io.ferrymcp/execution"]`, where rmcp keeps it,
+//! and [`ToolDescriptor::from`](ferrymcp_types::ToolDescriptor) moves it back out. 2026-07-28
 //! listings carry no `execution` (SEP-2663 §3.2), so this matters for 2025-11-25 upstreams
 //! such as FastMCP.
 
-use mcp_types::meta;
+use ferrymcp_types::meta;
 use serde_json::Value;
 use tokio::io::{AsyncRead, DuplexStream};
 
@@ -17,12 +17,12 @@ use tokio::io::{AsyncRead, DuplexStream};
 ///
 /// ```
 /// let line = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"t","inputSchema":{},"execution":{"taskSupport":"optional"}}]}}"#;
-/// let out = mcp_proxy::listing::move_execution(line);
-/// let tool: mcp_types::Tool = serde_json::from_value(
+/// let out = ferrymcp_proxy::listing::move_execution(line);
+/// let tool: ferrymcp_types::Tool = serde_json::from_value(
 ///     serde_json::from_str::<serde_json::Value>(&out).unwrap()["result"]["tools"][0].clone(),
 /// ).unwrap();
-/// let descriptor = mcp_types::ToolDescriptor::from(tool);
-/// assert_eq!(descriptor.task_support(), mcp_types::TaskSupport::Optional);
+/// let descriptor = ferrymcp_types::ToolDescriptor::from(tool);
+/// assert_eq!(descriptor.task_support(), ferrymcp_types::TaskSupport::Optional);
 /// ```
 pub fn move_execution(line: &str) -> String {
     // Cheap test first: almost every line is not a listing with `execution`.
@@ -62,7 +62,7 @@ pub fn move_execution(line: &str) -> String {
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// use tokio::io::AsyncReadExt as _;
 /// let input: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n";
-/// let mut reader = mcp_proxy::listing::keep_execution(input);
+/// let mut reader = ferrymcp_proxy::listing::keep_execution(input);
 /// let mut out = String::new();
 /// reader.read_to_string(&mut out).await.unwrap();
 /// assert_eq!(out, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n");

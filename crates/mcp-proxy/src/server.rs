@@ -1,4 +1,4 @@
-//! [`ProxyServer`]: an `mcp_core::Server` whose tools, resources, resource templates and
+//! [`ProxyServer`]: an `ferrymcp_core::Server` whose tools, resources, resource templates and
 //! prompts are an upstream's.
 //!
 //! The server is built from the upstream's listings; each tool becomes a [`ProxyTool`] that
@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use mcp_core::{Server, TaskConfig};
+use ferrymcp_core::{Server, TaskConfig};
 
 use crate::{ClientFactory, ProxyError, ProxyTool, Upstream};
 
@@ -21,7 +21,7 @@ pub(crate) struct ProxyState {
 /// The upstream behind a server built by [`ProxyServer`], if `server` is one.
 ///
 /// ```
-/// assert!(mcp_proxy::upstream_of(&mcp_core::Server::new("plain")).is_none());
+/// assert!(ferrymcp_proxy::upstream_of(&ferrymcp_core::Server::new("plain")).is_none());
 /// ```
 pub fn upstream_of(server: &Server) -> Option<Upstream> {
     server.state::<ProxyState>().map(|s| s.upstream)
@@ -31,10 +31,10 @@ pub fn upstream_of(server: &Server) -> Option<Upstream> {
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// use mcp_proxy::{CommandTarget, ProxyServer, Upstream};
+/// use ferrymcp_proxy::{CommandTarget, ProxyServer, Upstream};
 /// let upstream = Upstream::command("github", CommandTarget::new("github-mcp").arg("stdio"));
 /// let proxy = ProxyServer::new(upstream).build().await?;
-/// let gateway = mcp_core::Server::new("gateway");
+/// let gateway = ferrymcp_core::Server::new("gateway");
 /// gateway.mount(&proxy, "gh")?; // gh_<tool> for each upstream tool
 /// # Ok(()) }
 /// ```
@@ -48,7 +48,7 @@ impl ProxyServer {
     /// A builder for a proxy of `upstream`.
     ///
     /// ```
-    /// let _ = mcp_proxy::ProxyServer::new(mcp_proxy::Upstream::command("u", mcp_proxy::CommandTarget::new("srv")));
+    /// let _ = ferrymcp_proxy::ProxyServer::new(ferrymcp_proxy::Upstream::command("u", ferrymcp_proxy::CommandTarget::new("srv")));
     /// ```
     pub fn new(upstream: Upstream) -> Self {
         Self {
@@ -61,7 +61,7 @@ impl ProxyServer {
     /// The local server's name (the upstream's name by default).
     ///
     /// ```
-    /// let _ = mcp_proxy::ProxyServer::new(mcp_proxy::Upstream::command("u", mcp_proxy::CommandTarget::new("srv"))).name("front");
+    /// let _ = ferrymcp_proxy::ProxyServer::new(ferrymcp_proxy::Upstream::command("u", ferrymcp_proxy::CommandTarget::new("srv"))).name("front");
     /// ```
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
@@ -73,8 +73,8 @@ impl ProxyServer {
     /// upstream has no task support then run as local tasks.
     ///
     /// ```
-    /// use mcp_types::TaskSupport;
-    /// let _ = mcp_proxy::ProxyServer::new(mcp_proxy::Upstream::command("u", mcp_proxy::CommandTarget::new("srv")))
+    /// use ferrymcp_types::TaskSupport;
+    /// let _ = ferrymcp_proxy::ProxyServer::new(ferrymcp_proxy::Upstream::command("u", ferrymcp_proxy::CommandTarget::new("srv")))
     ///     .task_mode("slow_report", TaskSupport::Optional);
     /// ```
     pub fn task_mode(mut self, tool: impl Into<String>, mode: impl Into<TaskConfig>) -> Self {
@@ -86,8 +86,8 @@ impl ProxyServer {
     /// prompts, and returns the server.
     ///
     /// ```no_run
-    /// # async fn run(u: mcp_proxy::Upstream) -> Result<(), mcp_proxy::ProxyError> {
-    /// let server = mcp_proxy::ProxyServer::new(u).build().await?;
+    /// # async fn run(u: ferrymcp_proxy::Upstream) -> Result<(), ferrymcp_proxy::ProxyError> {
+    /// let server = ferrymcp_proxy::ProxyServer::new(u).build().await?;
     /// # Ok(()) }
     /// ```
     pub async fn build(self) -> Result<Server, ProxyError> {

@@ -23,9 +23,11 @@ use std::{
 };
 
 use base64::{Engine as _, prelude::BASE64_STANDARD};
+use ferrymcp_types::{
+    ClientCapabilities, ErrorData, Implementation, ProtocolVersion, ServerResult,
+};
 use futures::StreamExt as _;
 use http::{HeaderName, HeaderValue};
-use mcp_types::{ClientCapabilities, ErrorData, Implementation, ProtocolVersion, ServerResult};
 use rmcp::{
     model::{
         ClientJsonRpcMessage, ClientRequest, GetMeta as _, RequestId, RequestMetaObject,

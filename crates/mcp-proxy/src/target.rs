@@ -16,8 +16,8 @@ use crate::{HeaderPolicy, upstream_auth::UpstreamAuth};
 /// [`CommandTarget::inherit_env`] passes one more through by name.
 ///
 /// ```
-/// assert!(mcp_proxy::BASE_ENV.contains(&"PATH"));
-/// assert!(!mcp_proxy::BASE_ENV.contains(&"GATEWAY_TASK_KEY"));
+/// assert!(ferrymcp_proxy::BASE_ENV.contains(&"PATH"));
+/// assert!(!ferrymcp_proxy::BASE_ENV.contains(&"GATEWAY_TASK_KEY"));
 /// ```
 pub const BASE_ENV: &[&str] = &[
     "PATH",
@@ -54,7 +54,7 @@ pub const BASE_ENV: &[&str] = &[
 /// set by [`env`](Self::env) (which win).
 ///
 /// ```
-/// let target = mcp_proxy::CommandTarget::new("my-server").arg("--stdio").env("LOG", "warn");
+/// let target = ferrymcp_proxy::CommandTarget::new("my-server").arg("--stdio").env("LOG", "warn");
 /// assert_eq!(target.args, ["--stdio"]);
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -77,7 +77,7 @@ impl CommandTarget {
     /// `program` with no arguments.
     ///
     /// ```
-    /// assert_eq!(mcp_proxy::CommandTarget::new("srv").program, "srv");
+    /// assert_eq!(ferrymcp_proxy::CommandTarget::new("srv").program, "srv");
     /// ```
     pub fn new(program: impl Into<String>) -> Self {
         Self {
@@ -89,7 +89,7 @@ impl CommandTarget {
     /// Appends an argument.
     ///
     /// ```
-    /// let _ = mcp_proxy::CommandTarget::new("srv").arg("--stdio");
+    /// let _ = ferrymcp_proxy::CommandTarget::new("srv").arg("--stdio");
     /// ```
     pub fn arg(mut self, arg: impl Into<String>) -> Self {
         self.args.push(arg.into());
@@ -99,7 +99,7 @@ impl CommandTarget {
     /// Appends arguments.
     ///
     /// ```
-    /// let _ = mcp_proxy::CommandTarget::new("srv").args(["a", "b"]);
+    /// let _ = ferrymcp_proxy::CommandTarget::new("srv").args(["a", "b"]);
     /// ```
     pub fn args<I: IntoIterator<Item = S>, S: Into<String>>(mut self, args: I) -> Self {
         self.args.extend(args.into_iter().map(Into::into));
@@ -109,7 +109,7 @@ impl CommandTarget {
     /// Sets an environment variable for the child.
     ///
     /// ```
-    /// let _ = mcp_proxy::CommandTarget::new("srv").env("TOKEN_FILE", "/run/token");
+    /// let _ = ferrymcp_proxy::CommandTarget::new("srv").env("TOKEN_FILE", "/run/token");
     /// ```
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.insert(key.into(), value.into());
@@ -119,7 +119,7 @@ impl CommandTarget {
     /// Passes the proxy's variable `name` through to the child (when the proxy has it).
     ///
     /// ```
-    /// let target = mcp_proxy::CommandTarget::new("srv").inherit_env("RUST_LOG");
+    /// let target = ferrymcp_proxy::CommandTarget::new("srv").inherit_env("RUST_LOG");
     /// assert!(target.inherit.contains("RUST_LOG"));
     /// ```
     pub fn inherit_env(mut self, name: impl Into<String>) -> Self {
@@ -131,7 +131,7 @@ impl CommandTarget {
     /// [`BASE_ENV`] and [`inherit`](Self::inherit) names it has, then [`env`](Self::env).
     ///
     /// ```
-    /// let target = mcp_proxy::CommandTarget::new("srv").env("LOG", "warn").inherit_env("TEAM");
+    /// let target = ferrymcp_proxy::CommandTarget::new("srv").env("LOG", "warn").inherit_env("TEAM");
     /// let env = target.child_env(|name| match name {
     ///     "PATH" => Some("/usr/bin".into()),
     ///     "TEAM" => Some("search".into()),
@@ -167,7 +167,7 @@ impl CommandTarget {
     /// Sets the working directory.
     ///
     /// ```
-    /// let _ = mcp_proxy::CommandTarget::new("srv").cwd("/tmp");
+    /// let _ = ferrymcp_proxy::CommandTarget::new("srv").cwd("/tmp");
     /// ```
     pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
         self.cwd = Some(cwd.into());
@@ -185,7 +185,7 @@ impl CommandTarget {
 /// a `3xx` answer is an error naming its status.
 ///
 /// ```
-/// let target = mcp_proxy::HttpTarget::new("http://127.0.0.1:8000/mcp")
+/// let target = ferrymcp_proxy::HttpTarget::new("http://127.0.0.1:8000/mcp")
 ///     .header("X-Team", "search")
 ///     .bearer("s3cret");
 /// assert_eq!(target.headers["X-Team"], "search");
@@ -223,7 +223,7 @@ impl HttpTarget {
     /// The endpoint at `url`.
     ///
     /// ```
-    /// let _ = mcp_proxy::HttpTarget::new("http://127.0.0.1:8000/mcp");
+    /// let _ = ferrymcp_proxy::HttpTarget::new("http://127.0.0.1:8000/mcp");
     /// ```
     pub fn new(url: impl Into<String>) -> Self {
         Self {
@@ -235,7 +235,7 @@ impl HttpTarget {
     /// Adds a header sent on every request.
     ///
     /// ```
-    /// let _ = mcp_proxy::HttpTarget::new("http://h/mcp").header("X-Api-Version", "2");
+    /// let _ = ferrymcp_proxy::HttpTarget::new("http://h/mcp").header("X-Api-Version", "2");
     /// ```
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.insert(name.into(), value.into());
@@ -245,8 +245,8 @@ impl HttpTarget {
     /// Forwards the client headers `policy` allows on each request (deny-all by default).
     ///
     /// ```
-    /// let policy = mcp_proxy::HeaderPolicy::deny_all().allow("x-tenant").unwrap();
-    /// let _ = mcp_proxy::HttpTarget::new("http://h/mcp").forward_headers(policy);
+    /// let policy = ferrymcp_proxy::HeaderPolicy::deny_all().allow("x-tenant").unwrap();
+    /// let _ = ferrymcp_proxy::HttpTarget::new("http://h/mcp").forward_headers(policy);
     /// ```
     pub fn forward_headers(mut self, policy: HeaderPolicy) -> Self {
         self.forward = policy;
@@ -257,7 +257,7 @@ impl HttpTarget {
     /// [`auth`](Self::auth) with [`UpstreamAuth::Bearer`].
     ///
     /// ```
-    /// let target = mcp_proxy::HttpTarget::new("http://h/mcp").bearer("s3cret");
+    /// let target = ferrymcp_proxy::HttpTarget::new("http://h/mcp").bearer("s3cret");
     /// assert!(!format!("{target:?}").contains("s3cret"));
     /// ```
     pub fn bearer(self, token: impl Into<String>) -> Self {
@@ -267,9 +267,9 @@ impl HttpTarget {
     /// Sets how requests to the upstream are authenticated.
     ///
     /// ```
-    /// use mcp_proxy::upstream_auth::{OAuthClient, UpstreamAuth};
+    /// use ferrymcp_proxy::upstream_auth::{OAuthClient, UpstreamAuth};
     /// let client = OAuthClient::new("https://as.example/token", "gateway", "s3cret");
-    /// let target = mcp_proxy::HttpTarget::new("https://files.internal/mcp")
+    /// let target = ferrymcp_proxy::HttpTarget::new("https://files.internal/mcp")
     ///     .auth(UpstreamAuth::ClientCredentials(client));
     /// assert!(!format!("{target:?}").contains("s3cret"));
     /// ```
@@ -285,10 +285,10 @@ impl HttpTarget {
     /// [`ProxyError::Config`](crate::ProxyError::Config).
     ///
     /// ```
-    /// let target = mcp_proxy::HttpTarget::new("https://mcp.internal:8443/mcp").ca_file("/etc/mcp/ca.pem");
+    /// let target = ferrymcp_proxy::HttpTarget::new("https://mcp.internal:8443/mcp").ca_file("/etc/mcp/ca.pem");
     /// assert!(format!("{target:?}").contains("/etc/mcp/ca.pem"));
     /// // A password in the URL never shows.
-    /// let target = mcp_proxy::HttpTarget::new("https://svc:hunter2@mcp.internal/mcp");
+    /// let target = ferrymcp_proxy::HttpTarget::new("https://svc:hunter2@mcp.internal/mcp");
     /// assert!(!format!("{target:?}").contains("hunter2"));
     /// ```
     pub fn ca_file(mut self, path: impl Into<PathBuf>) -> Self {
@@ -301,7 +301,7 @@ impl HttpTarget {
 ///
 /// ```
 /// use std::time::Duration;
-/// let options = mcp_proxy::UpstreamOptions::default().call_timeout(Duration::from_secs(5));
+/// let options = ferrymcp_proxy::UpstreamOptions::default().call_timeout(Duration::from_secs(5));
 /// assert_eq!(options.call_timeout, Duration::from_secs(5));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -329,7 +329,7 @@ pub struct UpstreamOptions {
 /// The default of [`UpstreamOptions::max_message_bytes`]: 16 MiB.
 ///
 /// ```
-/// assert_eq!(mcp_proxy::DEFAULT_MAX_MESSAGE_BYTES, 16 * 1024 * 1024);
+/// assert_eq!(ferrymcp_proxy::DEFAULT_MAX_MESSAGE_BYTES, 16 * 1024 * 1024);
 /// ```
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
@@ -350,7 +350,7 @@ impl UpstreamOptions {
     /// Sets [`call_timeout`](Self::call_timeout).
     ///
     /// ```
-    /// let _ = mcp_proxy::UpstreamOptions::default().call_timeout(std::time::Duration::from_secs(1));
+    /// let _ = ferrymcp_proxy::UpstreamOptions::default().call_timeout(std::time::Duration::from_secs(1));
     /// ```
     pub fn call_timeout(mut self, timeout: Duration) -> Self {
         self.call_timeout = timeout;
@@ -360,7 +360,7 @@ impl UpstreamOptions {
     /// Sets [`connect_timeout`](Self::connect_timeout).
     ///
     /// ```
-    /// let _ = mcp_proxy::UpstreamOptions::default().connect_timeout(std::time::Duration::from_secs(1));
+    /// let _ = ferrymcp_proxy::UpstreamOptions::default().connect_timeout(std::time::Duration::from_secs(1));
     /// ```
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
@@ -370,7 +370,7 @@ impl UpstreamOptions {
     /// Sets [`legacy`](Self::legacy): the 2025-11-25 handshake only.
     ///
     /// ```
-    /// assert!(mcp_proxy::UpstreamOptions::default().legacy_handshake().legacy);
+    /// assert!(ferrymcp_proxy::UpstreamOptions::default().legacy_handshake().legacy);
     /// ```
     pub fn legacy_handshake(mut self) -> Self {
         self.legacy = true;
@@ -380,7 +380,7 @@ impl UpstreamOptions {
     /// Sets [`max_message_bytes`](Self::max_message_bytes).
     ///
     /// ```
-    /// let options = mcp_proxy::UpstreamOptions::default().max_message_bytes(1 << 20);
+    /// let options = ferrymcp_proxy::UpstreamOptions::default().max_message_bytes(1 << 20);
     /// assert_eq!(options.max_message_bytes, 1 << 20);
     /// ```
     pub fn max_message_bytes(mut self, bytes: usize) -> Self {
@@ -392,7 +392,7 @@ impl UpstreamOptions {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let _ = mcp_proxy::UpstreamOptions::default().backoff(Duration::from_millis(10), Duration::from_secs(1));
+    /// let _ = ferrymcp_proxy::UpstreamOptions::default().backoff(Duration::from_millis(10), Duration::from_secs(1));
     /// ```
     pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
         self.backoff_initial = initial;

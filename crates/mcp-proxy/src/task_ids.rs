@@ -29,7 +29,7 @@ const TAG: usize = 16;
 /// Mints and opens proxy task ids.
 ///
 /// ```
-/// use mcp_proxy::task_ids::TaskIdSigner;
+/// use ferrymcp_proxy::task_ids::TaskIdSigner;
 /// let signer = TaskIdSigner::new(b"a key shared by the gateway replicas").unwrap();
 /// let id = signer.mint("github", "task-42", "alice").unwrap();
 /// assert!(!id.contains("github") && !id.contains("task-42") && !id.contains("alice"));
@@ -50,7 +50,7 @@ impl std::fmt::Debug for TaskIdSigner {
 /// Errors of [`TaskIdSigner`].
 ///
 /// ```
-/// assert!(mcp_proxy::task_ids::TaskIdSigner::new(b"short").is_err());
+/// assert!(ferrymcp_proxy::task_ids::TaskIdSigner::new(b"short").is_err());
 /// ```
 #[derive(Debug, thiserror::Error)]
 pub enum TaskIdError {
@@ -77,7 +77,7 @@ impl TaskIdSigner {
     /// A signer with a configured key (at least 16 bytes; replicas share it).
     ///
     /// ```
-    /// let _ = mcp_proxy::task_ids::TaskIdSigner::new(b"0123456789abcdef").unwrap();
+    /// let _ = ferrymcp_proxy::task_ids::TaskIdSigner::new(b"0123456789abcdef").unwrap();
     /// ```
     pub fn new(key: &[u8]) -> Result<Self, TaskIdError> {
         if key.len() < 16 {
@@ -95,8 +95,8 @@ impl TaskIdSigner {
     /// A signer with a random key: ids stay valid for this process only.
     ///
     /// ```
-    /// let a = mcp_proxy::task_ids::TaskIdSigner::random().unwrap();
-    /// let b = mcp_proxy::task_ids::TaskIdSigner::random().unwrap();
+    /// let a = ferrymcp_proxy::task_ids::TaskIdSigner::random().unwrap();
+    /// let b = ferrymcp_proxy::task_ids::TaskIdSigner::random().unwrap();
     /// assert_eq!(b.open(&a.mint("u", "t", "").unwrap(), ""), None);
     /// ```
     pub fn random() -> Result<Self, TaskIdError> {
@@ -109,8 +109,8 @@ impl TaskIdSigner {
     /// empty for anonymous callers).
     ///
     /// ```
-    /// let signer = mcp_proxy::task_ids::TaskIdSigner::random().unwrap();
-    /// assert!(signer.mint("u", "t", "").unwrap().starts_with(mcp_proxy::task_ids::PREFIX));
+    /// let signer = ferrymcp_proxy::task_ids::TaskIdSigner::random().unwrap();
+    /// assert!(signer.mint("u", "t", "").unwrap().starts_with(ferrymcp_proxy::task_ids::PREFIX));
     /// ```
     pub fn mint(&self, upstream: &str, task_id: &str, caller: &str) -> Result<String, TaskIdError> {
         let upstream_len =
@@ -141,7 +141,7 @@ impl TaskIdSigner {
     /// Whether `id` has the shape of a proxy task id (says nothing about its validity).
     ///
     /// ```
-    /// assert!(!mcp_proxy::task_ids::TaskIdSigner::looks_like("local-task-1"));
+    /// assert!(!ferrymcp_proxy::task_ids::TaskIdSigner::looks_like("local-task-1"));
     /// ```
     pub fn looks_like(id: &str) -> bool {
         id.starts_with(PREFIX)
@@ -150,7 +150,7 @@ impl TaskIdSigner {
     /// The upstream and upstream task id behind `id`, if this signer minted it for `caller`.
     ///
     /// ```
-    /// let signer = mcp_proxy::task_ids::TaskIdSigner::random().unwrap();
+    /// let signer = ferrymcp_proxy::task_ids::TaskIdSigner::random().unwrap();
     /// assert_eq!(signer.open("mcpx2.AAAA", ""), None);
     /// ```
     pub fn open(&self, id: &str, caller: &str) -> Option<(String, String)> {

@@ -1,6 +1,6 @@
 //! [`ProxyTasks`]: SEP-2663 task passthrough for proxied tools.
 //!
-//! Register it on the root server in place of `mcp_tasks::TasksExtension` (it can hold one,
+//! Register it on the root server in place of `ferrymcp_tasks::TasksExtension` (it can hold one,
 //! [`ProxyTasks::with_local`], for local task tools and for proxied tools whose upstream has
 //! no tasks). It advertises `io.modelcontextprotocol/tasks` and, for a `tools/call` that
 //!
@@ -24,16 +24,16 @@
 use std::{collections::HashMap, sync::RwLock, time::Duration};
 
 use async_trait::async_trait;
-use futures::StreamExt as _;
-use mcp_core::{
+use ferrymcp_core::{
     BoxError, CallTool, Context, Era, Extension, Server, ToolCallNext,
     subscription::{PushedNotification, Subscription},
 };
-use mcp_tasks::TasksExtension;
-use mcp_types::{
+use ferrymcp_tasks::TasksExtension;
+use ferrymcp_types::{
     CallToolResponse, CancelTaskParams, ErrorCode, ErrorData, GetTaskParams, JsonObject,
     ServerResult, TASKS_EXTENSION_ID, TaskAckResult, UpdateTaskParams,
 };
+use futures::StreamExt as _;
 use rmcp::model::{CancelTaskRequest, ClientRequest, GetTaskRequest, UpdateTaskRequest};
 use serde_json::Value;
 
@@ -48,9 +48,9 @@ const METHODS: [&str; 3] = ["tasks/get", "tasks/update", "tasks/cancel"];
 /// The tasks extension of a server that proxies upstreams.
 ///
 /// ```
-/// use mcp_proxy::ProxyTasks;
-/// let server = mcp_core::Server::new("gateway");
-/// server.add_extension(ProxyTasks::new().unwrap().with_local(mcp_tasks::TasksExtension::new())).unwrap();
+/// use ferrymcp_proxy::ProxyTasks;
+/// let server = ferrymcp_core::Server::new("gateway");
+/// server.add_extension(ProxyTasks::new().unwrap().with_local(ferrymcp_tasks::TasksExtension::new())).unwrap();
 /// ```
 pub struct ProxyTasks {
     signer: TaskIdSigner,
@@ -98,7 +98,7 @@ impl ProxyTasks {
     /// Passthrough with a random id key (ids valid in this process only).
     ///
     /// ```
-    /// let _ = mcp_proxy::ProxyTasks::new().unwrap();
+    /// let _ = ferrymcp_proxy::ProxyTasks::new().unwrap();
     /// ```
     pub fn new() -> Result<Self, TaskIdError> {
         Ok(Self::with_signer(TaskIdSigner::random()?))
@@ -107,8 +107,8 @@ impl ProxyTasks {
     /// Passthrough with a configured id key (share it between replicas).
     ///
     /// ```
-    /// let signer = mcp_proxy::task_ids::TaskIdSigner::new(b"0123456789abcdef").unwrap();
-    /// let _ = mcp_proxy::ProxyTasks::with_signer(signer);
+    /// let signer = ferrymcp_proxy::task_ids::TaskIdSigner::new(b"0123456789abcdef").unwrap();
+    /// let _ = ferrymcp_proxy::ProxyTasks::with_signer(signer);
     /// ```
     pub fn with_signer(signer: TaskIdSigner) -> Self {
         Self {
@@ -123,7 +123,7 @@ impl ProxyTasks {
     /// has no tasks.
     ///
     /// ```
-    /// let _ = mcp_proxy::ProxyTasks::new().unwrap().with_local(mcp_tasks::TasksExtension::new());
+    /// let _ = ferrymcp_proxy::ProxyTasks::new().unwrap().with_local(ferrymcp_tasks::TasksExtension::new());
     /// ```
     pub fn with_local(mut self, local: TasksExtension) -> Self {
         self.local = Some(local);
@@ -134,8 +134,8 @@ impl ProxyTasks {
     /// upfront so ids minted by a replica open here).
     ///
     /// ```
-    /// let tasks = mcp_proxy::ProxyTasks::new().unwrap();
-    /// tasks.register(&mcp_proxy::Upstream::command("u", mcp_proxy::CommandTarget::new("srv")));
+    /// let tasks = ferrymcp_proxy::ProxyTasks::new().unwrap();
+    /// tasks.register(&ferrymcp_proxy::Upstream::command("u", ferrymcp_proxy::CommandTarget::new("srv")));
     /// ```
     pub fn register(&self, upstream: &Upstream) {
         let mut map = self
@@ -195,8 +195,8 @@ impl ProxyTasks {
                 None => Ok(None),
             };
         };
-        mcp_tasks::gate_tasks_request(&cx, "subscriptions/listen")?;
-        let (proxied, local): (Vec<String>, Vec<String>) = mcp_tasks::push::task_ids(ids)?
+        ferrymcp_tasks::gate_tasks_request(&cx, "subscriptions/listen")?;
+        let (proxied, local): (Vec<String>, Vec<String>) = ferrymcp_tasks::push::task_ids(ids)?
             .into_iter()
             .partition(|id| TaskIdSigner::looks_like(id));
         let caller = caller_key(&cx);
@@ -256,7 +256,7 @@ impl ProxyTasks {
         params: Value,
         proxy_id: String,
     ) -> Result<Value, ErrorData> {
-        mcp_tasks::gate_tasks_request(cx, method)?;
+        ferrymcp_tasks::gate_tasks_request(cx, method)?;
         let Some((upstream_name, upstream_id)) = self.signer.open(&proxy_id, &caller_key(cx))
         else {
             return Err(not_found(&proxy_id));
@@ -439,11 +439,11 @@ impl Extension for ProxyTasks {
             }
             (_, Some(local)) => local.handle_request(cx, method, Some(params)).await,
             (Some(id), None) => {
-                mcp_tasks::gate_tasks_request(&cx, method)?;
+                ferrymcp_tasks::gate_tasks_request(&cx, method)?;
                 Err(not_found(&id))
             }
             (None, None) => {
-                mcp_tasks::gate_tasks_request(&cx, method)?;
+                ferrymcp_tasks::gate_tasks_request(&cx, method)?;
                 Err(ErrorData::invalid_params(
                     format!("Invalid params for {method}: missing field `taskId`"),
                     None,

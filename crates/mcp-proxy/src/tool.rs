@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use mcp_core::{BoxFuture, Context, TaskConfig, ToolDef, ToolError, ToolHandler};
-use mcp_types::{
+use ferrymcp_core::{BoxFuture, Context, TaskConfig, ToolDef, ToolError, ToolHandler};
+use ferrymcp_types::{
     CallToolRequestParams, CallToolResponse, CallToolResult, JsonObject, ToolDescriptor,
 };
 use rmcp::{RoleClient, service::Peer};
@@ -24,8 +24,8 @@ enum Caller {
 /// reconnects, timeouts) or a closure handing out rmcp clients.
 ///
 /// ```
-/// let _ = mcp_proxy::ClientFactory::unavailable();
-/// let _ = mcp_proxy::ClientFactory::upstream(mcp_proxy::Upstream::command("u", mcp_proxy::CommandTarget::new("srv")));
+/// let _ = ferrymcp_proxy::ClientFactory::unavailable();
+/// let _ = ferrymcp_proxy::ClientFactory::upstream(ferrymcp_proxy::Upstream::command("u", ferrymcp_proxy::CommandTarget::new("srv")));
 /// ```
 #[derive(Clone)]
 pub struct ClientFactory(Caller);
@@ -34,8 +34,8 @@ impl ClientFactory {
     /// A factory that calls `make` for each call (it may hand out one shared client).
     ///
     /// ```
-    /// let factory = mcp_proxy::ClientFactory::new(|| async {
-    ///     Err(mcp_core::ToolError::new("not connected"))
+    /// let factory = ferrymcp_proxy::ClientFactory::new(|| async {
+    ///     Err(ferrymcp_core::ToolError::new("not connected"))
     /// });
     /// ```
     pub fn new<F, Fut>(make: F) -> Self
@@ -50,7 +50,7 @@ impl ClientFactory {
     ///
     /// ```no_run
     /// # fn f(peer: rmcp::service::Peer<rmcp::RoleClient>) {
-    /// let _ = mcp_proxy::ClientFactory::shared(peer);
+    /// let _ = ferrymcp_proxy::ClientFactory::shared(peer);
     /// # }
     /// ```
     pub fn shared(peer: Peer<RoleClient>) -> Self {
@@ -63,8 +63,8 @@ impl ClientFactory {
     /// Calls go through `upstream`'s shared session.
     ///
     /// ```
-    /// let u = mcp_proxy::Upstream::http("api", mcp_proxy::HttpTarget::new("http://127.0.0.1:1/mcp"));
-    /// let _ = mcp_proxy::ClientFactory::upstream(u);
+    /// let u = ferrymcp_proxy::Upstream::http("api", ferrymcp_proxy::HttpTarget::new("http://127.0.0.1:1/mcp"));
+    /// let _ = ferrymcp_proxy::ClientFactory::upstream(u);
     /// ```
     pub fn upstream(upstream: Upstream) -> Self {
         Self(Caller::Upstream(upstream))
@@ -74,7 +74,7 @@ impl ClientFactory {
     /// definitions inspected without calling them.
     ///
     /// ```
-    /// let _ = mcp_proxy::ClientFactory::unavailable();
+    /// let _ = ferrymcp_proxy::ClientFactory::unavailable();
     /// ```
     pub fn unavailable() -> Self {
         Self::new(|| async { Err(ToolError::new("this proxy tool has no upstream connection")) })
@@ -84,8 +84,8 @@ impl ClientFactory {
 /// A tool whose body runs on a remote MCP server.
 ///
 /// ```
-/// use mcp_proxy::{ClientFactory, ProxyTool};
-/// use mcp_types::{TaskSupport, ToolDescriptor};
+/// use ferrymcp_proxy::{ClientFactory, ProxyTool};
+/// use ferrymcp_types::{TaskSupport, ToolDescriptor};
 ///
 /// let remote: ToolDescriptor = serde_json::from_value(serde_json::json!({
 ///     "name": "remote_task_tool",
@@ -107,8 +107,8 @@ impl ProxyTool {
     /// A proxy for the upstream tool `tool`, as the upstream listed it.
     ///
     /// ```
-    /// let tool = mcp_types::ToolDescriptor::new(mcp_types::Tool::new("t", "", serde_json::Map::new()));
-    /// let proxy = mcp_proxy::ProxyTool::from_mcp_tool(mcp_proxy::ClientFactory::unavailable(), tool);
+    /// let tool = ferrymcp_types::ToolDescriptor::new(ferrymcp_types::Tool::new("t", "", serde_json::Map::new()));
+    /// let proxy = ferrymcp_proxy::ProxyTool::from_mcp_tool(ferrymcp_proxy::ClientFactory::unavailable(), tool);
     /// assert_eq!(proxy.descriptor().name(), "t");
     /// ```
     pub fn from_mcp_tool(factory: ClientFactory, tool: ToolDescriptor) -> Self {
@@ -124,9 +124,9 @@ impl ProxyTool {
     /// calls run as local tasks whose body is the upstream call.
     ///
     /// ```
-    /// use mcp_types::TaskSupport;
-    /// let tool = mcp_types::ToolDescriptor::new(mcp_types::Tool::new("t", "", serde_json::Map::new()));
-    /// let proxy = mcp_proxy::ProxyTool::from_mcp_tool(mcp_proxy::ClientFactory::unavailable(), tool)
+    /// use ferrymcp_types::TaskSupport;
+    /// let tool = ferrymcp_types::ToolDescriptor::new(ferrymcp_types::Tool::new("t", "", serde_json::Map::new()));
+    /// let proxy = ferrymcp_proxy::ProxyTool::from_mcp_tool(ferrymcp_proxy::ClientFactory::unavailable(), tool)
     ///     .with_task(TaskSupport::Optional);
     /// assert_eq!(proxy.into_tool_def().name(), "t");
     /// ```
@@ -138,8 +138,8 @@ impl ProxyTool {
     /// The upstream's listing entry, unchanged (`execution` included).
     ///
     /// ```
-    /// let tool = mcp_types::ToolDescriptor::new(mcp_types::Tool::new("t", "", serde_json::Map::new()));
-    /// let proxy = mcp_proxy::ProxyTool::from_mcp_tool(mcp_proxy::ClientFactory::unavailable(), tool.clone());
+    /// let tool = ferrymcp_types::ToolDescriptor::new(ferrymcp_types::Tool::new("t", "", serde_json::Map::new()));
+    /// let proxy = ferrymcp_proxy::ProxyTool::from_mcp_tool(ferrymcp_proxy::ClientFactory::unavailable(), tool.clone());
     /// assert_eq!(proxy.descriptor(), &tool);
     /// ```
     pub fn descriptor(&self) -> &ToolDescriptor {
@@ -150,8 +150,8 @@ impl ProxyTool {
     /// annotations, icons, `_meta` and task mode as upstream.
     ///
     /// ```
-    /// let tool = mcp_types::ToolDescriptor::new(mcp_types::Tool::new("t", "d", serde_json::Map::new()));
-    /// let def = mcp_proxy::ProxyTool::from_mcp_tool(mcp_proxy::ClientFactory::unavailable(), tool).into_tool_def();
+    /// let tool = ferrymcp_types::ToolDescriptor::new(ferrymcp_types::Tool::new("t", "d", serde_json::Map::new()));
+    /// let def = ferrymcp_proxy::ProxyTool::from_mcp_tool(ferrymcp_proxy::ClientFactory::unavailable(), tool).into_tool_def();
     /// assert_eq!(def.name(), "t");
     /// ```
     pub fn into_tool_def(self) -> ToolDef {

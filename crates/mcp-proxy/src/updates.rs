@@ -2,7 +2,7 @@
 //!
 //! When the upstream session is 2026-07-28 and advertises `resources.subscribe`, the proxy
 //! keeps one `subscriptions/listen` on it for every resource it proxies (at most
-//! [`MAX_RESOURCE_SUBSCRIPTIONS`](mcp_core::MAX_RESOURCE_SUBSCRIPTIONS)), and announces each
+//! [`MAX_RESOURCE_SUBSCRIPTIONS`](ferrymcp_core::MAX_RESOURCE_SUBSCRIPTIONS)), and announces each
 //! update on the proxy server, which tells only the clients watching that URI (under its
 //! mount prefix). The listen is opened again after the upstream restarts (capped,
 //! jittered backoff), and the relay ends with the proxy server. A 2025-11-25 upstream's
@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use mcp_core::{Server, WeakServer};
+use ferrymcp_core::{Server, WeakServer};
 use rmcp::model::ServerNotification;
 
 use crate::Upstream;
@@ -27,7 +27,7 @@ pub(crate) fn relay(server: &Server, upstream: Upstream, mut uris: Vec<String>) 
     if uris.is_empty() {
         return;
     }
-    uris.truncate(mcp_core::MAX_RESOURCE_SUBSCRIPTIONS);
+    uris.truncate(ferrymcp_core::MAX_RESOURCE_SUBSCRIPTIONS);
     tokio::spawn(run(server.downgrade(), upstream, uris));
 }
 

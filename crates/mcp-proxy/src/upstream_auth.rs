@@ -32,13 +32,13 @@ use std::{
 };
 
 use base64::{Engine as _, prelude::BASE64_STANDARD};
-use mcp_core::{auth::BearerToken, secrets::redacted_url};
+use ferrymcp_core::{auth::BearerToken, secrets::redacted_url};
 use sha2::{Digest as _, Sha256};
 
 /// How an HTTP upstream is authenticated. `Debug` never shows a token or a secret.
 ///
 /// ```
-/// use mcp_proxy::upstream_auth::{OAuthClient, UpstreamAuth};
+/// use ferrymcp_proxy::upstream_auth::{OAuthClient, UpstreamAuth};
 /// let auth = UpstreamAuth::ClientCredentials(
 ///     OAuthClient::new("https://as.example/token", "gateway", "s3cret").scope("files:read"),
 /// );
@@ -70,21 +70,21 @@ impl std::fmt::Debug for UpstreamAuth {
 /// The default of [`OAuthClient::timeout`]: 10 s.
 ///
 /// ```
-/// assert_eq!(mcp_proxy::upstream_auth::DEFAULT_TOKEN_TIMEOUT.as_secs(), 10);
+/// assert_eq!(ferrymcp_proxy::upstream_auth::DEFAULT_TOKEN_TIMEOUT.as_secs(), 10);
 /// ```
 pub const DEFAULT_TOKEN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The default of [`OAuthClient::max_response_bytes`]: 64 KiB.
 ///
 /// ```
-/// assert_eq!(mcp_proxy::upstream_auth::DEFAULT_MAX_TOKEN_RESPONSE_BYTES, 64 * 1024);
+/// assert_eq!(ferrymcp_proxy::upstream_auth::DEFAULT_MAX_TOKEN_RESPONSE_BYTES, 64 * 1024);
 /// ```
 pub const DEFAULT_MAX_TOKEN_RESPONSE_BYTES: usize = 64 * 1024;
 
 /// The default of [`OAuthClient::max_cached_tokens`]: 1024.
 ///
 /// ```
-/// assert_eq!(mcp_proxy::upstream_auth::DEFAULT_MAX_CACHED_TOKENS, 1024);
+/// assert_eq!(ferrymcp_proxy::upstream_auth::DEFAULT_MAX_CACHED_TOKENS, 1024);
 /// ```
 pub const DEFAULT_MAX_CACHED_TOKENS: usize = 1024;
 
@@ -95,7 +95,7 @@ const DEFAULT_LIFETIME: Duration = Duration::from_secs(60);
 ///
 /// ```
 /// use std::time::Duration;
-/// let client = mcp_proxy::upstream_auth::OAuthClient::new("https://as.example/token", "gw", "s3cret")
+/// let client = ferrymcp_proxy::upstream_auth::OAuthClient::new("https://as.example/token", "gw", "s3cret")
 ///     .resource("https://files.internal/mcp")
 ///     .scope("files:read files:write")
 ///     .timeout(Duration::from_secs(5));
@@ -146,7 +146,7 @@ impl OAuthClient {
     /// The client `client_id` with `client_secret` at the token endpoint `token_url`.
     ///
     /// ```
-    /// let c = mcp_proxy::upstream_auth::OAuthClient::new("https://as/token", "gw", "s");
+    /// let c = ferrymcp_proxy::upstream_auth::OAuthClient::new("https://as/token", "gw", "s");
     /// assert_eq!(c.max_cached_tokens, 1024);
     /// ```
     pub fn new(
@@ -170,7 +170,7 @@ impl OAuthClient {
     /// Sets [`resource`](Self::resource).
     ///
     /// ```
-    /// let _ = mcp_proxy::upstream_auth::OAuthClient::new("https://as/token", "gw", "s").resource("https://up/mcp");
+    /// let _ = ferrymcp_proxy::upstream_auth::OAuthClient::new("https://as/token", "gw", "s").resource("https://up/mcp");
     /// ```
     pub fn resource(mut self, resource: impl Into<String>) -> Self {
         self.resource = Some(resource.into());
@@ -180,7 +180,7 @@ impl OAuthClient {
     /// Sets [`audience`](Self::audience).
     ///
     /// ```
-    /// let _ = mcp_proxy::upstream_auth::OAuthClient::new("https://as/token", "gw", "s").audience("files");
+    /// let _ = ferrymcp_proxy::upstream_auth::OAuthClient::new("https://as/token", "gw", "s").audience("files");
     /// ```
     pub fn audience(mut self, audience: impl Into<String>) -> Self {
         self.audience = Some(audience.into());
@@ -190,7 +190,7 @@ impl OAuthClient {
     /// Sets [`scope`](Self::scope).
     ///
     /// ```
-    /// let _ = mcp_proxy::upstream_auth::OAuthClient::new("https://as/token", "gw", "s").scope("read");
+    /// let _ = ferrymcp_proxy::upstream_auth::OAuthClient::new("https://as/token", "gw", "s").scope("read");
     /// ```
     pub fn scope(mut self, scope: impl Into<String>) -> Self {
         self.scope = Some(scope.into());
@@ -200,7 +200,7 @@ impl OAuthClient {
     /// Sets [`timeout`](Self::timeout).
     ///
     /// ```
-    /// let _ = mcp_proxy::upstream_auth::OAuthClient::new("https://as/token", "gw", "s")
+    /// let _ = ferrymcp_proxy::upstream_auth::OAuthClient::new("https://as/token", "gw", "s")
     ///     .timeout(std::time::Duration::from_secs(3));
     /// ```
     pub fn timeout(mut self, timeout: Duration) -> Self {
@@ -211,7 +211,7 @@ impl OAuthClient {
     /// Sets [`max_response_bytes`](Self::max_response_bytes).
     ///
     /// ```
-    /// let _ = mcp_proxy::upstream_auth::OAuthClient::new("https://as/token", "gw", "s").max_response_bytes(8192);
+    /// let _ = ferrymcp_proxy::upstream_auth::OAuthClient::new("https://as/token", "gw", "s").max_response_bytes(8192);
     /// ```
     pub fn max_response_bytes(mut self, bytes: usize) -> Self {
         self.max_response_bytes = bytes;
@@ -221,7 +221,7 @@ impl OAuthClient {
     /// Sets [`max_cached_tokens`](Self::max_cached_tokens).
     ///
     /// ```
-    /// let _ = mcp_proxy::upstream_auth::OAuthClient::new("https://as/token", "gw", "s").max_cached_tokens(64);
+    /// let _ = ferrymcp_proxy::upstream_auth::OAuthClient::new("https://as/token", "gw", "s").max_cached_tokens(64);
     /// ```
     pub fn max_cached_tokens(mut self, count: usize) -> Self {
         self.max_cached_tokens = count;
@@ -232,7 +232,7 @@ impl OAuthClient {
 /// Why no upstream token could be had. Never shows a token or a secret.
 ///
 /// ```
-/// let error = mcp_proxy::upstream_auth::TokenError::NoCallerToken;
+/// let error = ferrymcp_proxy::upstream_auth::TokenError::NoCallerToken;
 /// assert!(error.to_string().contains("token exchange"));
 /// ```
 #[derive(Debug, thiserror::Error)]

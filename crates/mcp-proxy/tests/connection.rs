@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use mcp_proxy::{CommandTarget, HttpTarget, ProxyError, Upstream, UpstreamOptions};
+use ferrymcp_proxy::{CommandTarget, HttpTarget, ProxyError, Upstream, UpstreamOptions};
 
 #[tokio::test]
 async fn a_failed_connect_backs_off_with_a_clear_error() {

@@ -1,17 +1,17 @@
-//! What the `mcp-gateway` binary refuses in an upstream's credentials: passing the caller's
+//! What the `ferrymcp-gateway` binary refuses in an upstream's credentials: passing the caller's
 //! token through (AU5), and secrets written into the config file (AU22). Each case runs the
 //! binary and reads why it stopped.
 
 use std::{process::Stdio, time::Duration};
 
-/// Runs `mcp-gateway` on `config` with `env`; it must exit unsuccessfully. Returns its
+/// Runs `ferrymcp-gateway` on `config` with `env`; it must exit unsuccessfully. Returns its
 /// stderr.
 async fn refused(name: &str, config: &str, env: &[(&str, &str)]) -> String {
-    let dir = std::env::temp_dir().join(format!("mcp-gateway-auth-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("ferrymcp-gateway-auth-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let path = dir.join(format!("{name}.toml"));
     std::fs::write(&path, config).expect("config");
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-gateway"))
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_ferrymcp-gateway"))
         .arg("--config")
         .arg(&path)
         .args(["--http", "127.0.0.1:0"])
@@ -22,7 +22,7 @@ async fn refused(name: &str, config: &str, env: &[(&str, &str)]) -> String {
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
-        .expect("spawn mcp-gateway");
+        .expect("spawn ferrymcp-gateway");
     let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
         .await
         .expect("the gateway stopped within 60 s")

@@ -3,13 +3,13 @@
 
 use std::collections::HashMap;
 
-use mcp_core::{Context, HttpConfig, HttpServer, Server, ToolDef};
-use mcp_proxy::{HeaderPolicy, HttpTarget, ProxyServer, Upstream};
-use mcp_types::{CallToolRequestParams, CallToolResponse};
+use ferrymcp_core::{Context, HttpConfig, HttpServer, Server, ToolDef};
+use ferrymcp_proxy::{HeaderPolicy, HttpTarget, ProxyServer, Upstream};
+use ferrymcp_test_helpers::client::{Lifecycle, connect};
+use ferrymcp_types::{CallToolRequestParams, CallToolResponse};
 use rmcp::transport::{
     StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
 };
-use test_helpers::client::{Lifecycle, connect};
 
 /// The headers the upstream saw, as `name=value` lines (only the ones the test sends).
 async fn seen(cx: Context) -> String {
@@ -30,12 +30,12 @@ async fn seen(cx: Context) -> String {
     lines.join("\n")
 }
 
-async fn serve(server: Server) -> (String, mcp_core::CancellationToken) {
+async fn serve(server: Server) -> (String, ferrymcp_core::CancellationToken) {
     let http = HttpServer::bind(server, "127.0.0.1:0", HttpConfig::new())
         .await
         .expect("bind");
     let url = format!("http://{}/mcp", http.local_addr());
-    let stop = mcp_core::CancellationToken::new();
+    let stop = ferrymcp_core::CancellationToken::new();
     let stopped = stop.clone();
     tokio::spawn(async move { http.run_until(stopped.cancelled_owned()).await });
     (url, stop)

@@ -18,9 +18,11 @@ use axum::{
     middleware::Next,
     response::{IntoResponse, Response},
 };
-use mcp_core::{Args, HttpConfig, Server, ToolDef, ToolError};
-use mcp_proxy::{CommandTarget, HttpTarget, ProxyError, RequestOptions, Upstream, UpstreamOptions};
-use mcp_types::{CallToolResponse, JsonObject};
+use ferrymcp_core::{Args, HttpConfig, Server, ToolDef, ToolError};
+use ferrymcp_proxy::{
+    CommandTarget, HttpTarget, ProxyError, RequestOptions, Upstream, UpstreamOptions,
+};
+use ferrymcp_types::{CallToolResponse, JsonObject};
 use serde::Deserialize;
 use tokio::net::TcpListener;
 

@@ -4,12 +4,12 @@
 
 use std::{net::SocketAddr, time::Duration};
 
-use mcp_core::{
+use ferrymcp_core::{
     Args, CancellationToken, Context, HttpConfig, HttpServer, ResourceDef, Server, ToolDef,
     ToolError,
 };
-use mcp_proxy::{HttpTarget, ProxyError, RequestOptions, Upstream};
-use mcp_types::{CallToolResponse, JsonObject};
+use ferrymcp_proxy::{HttpTarget, ProxyError, RequestOptions, Upstream};
+use ferrymcp_types::{CallToolResponse, JsonObject};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::{sync::mpsc, task::JoinHandle};

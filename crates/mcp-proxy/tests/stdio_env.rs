@@ -1,14 +1,14 @@
 //! A stdio upstream's environment (issue 12, scope 3): cleared except the base set
-//! (`BASE_ENV`), its `env` and its `inherit_env`. The real `mcp-gateway` runs as a child with
+//! (`BASE_ENV`), its `env` and its `inherit_env`. The real `ferrymcp-gateway` runs as a child with
 //! secrets in its environment (its task id key, the task credentials key, another upstream's
 //! bearer token); its stdio upstream, a fake MCP server that answers its own environment,
 //! must see none of them.
 
 use std::{collections::BTreeMap, net::SocketAddr, path::PathBuf};
 
-use mcp_core::{HttpConfig, Server, ToolDef, ToolError};
-use mcp_proxy::{CommandTarget, RequestOptions, Upstream};
-use mcp_types::CallToolResponse;
+use ferrymcp_core::{HttpConfig, Server, ToolDef, ToolError};
+use ferrymcp_proxy::{CommandTarget, RequestOptions, Upstream};
+use ferrymcp_types::CallToolResponse;
 
 const SECRETS: [(&str, &str); 4] = [
     ("GATEWAY_TASK_KEY", "task-id-key-0123456789abcdef"),
@@ -42,7 +42,7 @@ async fn http_upstream() -> SocketAddr {
 }
 
 fn write_config(api: SocketAddr) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mcp-proxy-stdio-env-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("ferrymcp-proxy-stdio-env-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -75,7 +75,7 @@ bearer_env = "API_TOKEN"
 #[tokio::test]
 async fn a_stdio_upstream_sees_only_the_base_env_and_what_its_config_lists() {
     let config = write_config(http_upstream().await);
-    let mut gateway = CommandTarget::new(env!("CARGO_BIN_EXE_mcp-gateway"))
+    let mut gateway = CommandTarget::new(env!("CARGO_BIN_EXE_ferrymcp-gateway"))
         .arg("--config")
         .arg(config.display().to_string())
         .env("TEAM", "search")

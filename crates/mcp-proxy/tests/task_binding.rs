@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
-use mcp_core::{Context, HttpConfig, HttpServer, Server, ToolDef, ToolError, auth::Principal};
-use mcp_proxy::{HttpTarget, ProxyServer, ProxyTasks, Upstream};
+use ferrymcp_core::{Context, HttpConfig, HttpServer, Server, ToolDef, ToolError, auth::Principal};
+use ferrymcp_proxy::{HttpTarget, ProxyServer, ProxyTasks, Upstream};
+use ferrymcp_test_helpers::http::LoopbackHttp;
 use serde_json::{Value, json};
-use test_helpers::http::LoopbackHttp;
 
 /// A caller: issuer and subject, sent to the test front in two headers.
 type Caller = Option<(&'static str, &'static str)>;
@@ -75,7 +75,7 @@ async fn au19_another_principals_tasks_requests_on_a_proxied_task_answer_as_an_u
         )
         .expect("tool");
     upstream
-        .add_extension(mcp_tasks::TasksExtension::new())
+        .add_extension(ferrymcp_tasks::TasksExtension::new())
         .expect("tasks");
     let upstream = LoopbackHttp::serve(upstream).await;
 
@@ -93,7 +93,7 @@ async fn au19_another_principals_tasks_requests_on_a_proxied_task_answer_as_an_u
         .expect("bind")
         .layer(axum::middleware::map_request(principal_from_headers));
     let url = format!("http://{}/mcp", front.local_addr());
-    let stop = mcp_core::CancellationToken::new();
+    let stop = ferrymcp_core::CancellationToken::new();
     let stopped = stop.clone();
     let serving = tokio::spawn(front.run_until(stopped.cancelled_owned()));
 

@@ -4,9 +4,9 @@
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc};
 
-use mcp_core::{Args, HttpConfig, Server, ToolDef, ToolError};
-use mcp_proxy::{HttpTarget, ProxyError, RequestOptions, Upstream};
-use mcp_types::CallToolResponse;
+use ferrymcp_core::{Args, HttpConfig, Server, ToolDef, ToolError};
+use ferrymcp_proxy::{HttpTarget, ProxyError, RequestOptions, Upstream};
+use ferrymcp_types::CallToolResponse;
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
 };
@@ -37,7 +37,7 @@ fn ca(name: &str) -> CertifiedIssuer<'static, KeyPair> {
 }
 
 fn pki() -> Pki {
-    let ca = ca("mcpkit test CA");
+    let ca = ca("ferrymcp test CA");
     let key = KeyPair::generate().expect("server key");
     let params = CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
         .expect("server params");
@@ -108,12 +108,13 @@ async fn serve_https(pki: &Pki) -> SocketAddr {
 
 /// A fresh directory for this test's files.
 fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mcp-proxy-tls-{}-{test}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("ferrymcp-proxy-tls-{}-{test}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("scratch dir");
     dir
 }
 
-fn args(value: serde_json::Value) -> mcp_types::JsonObject {
+fn args(value: serde_json::Value) -> ferrymcp_types::JsonObject {
     value.as_object().cloned().unwrap_or_default()
 }
 
@@ -233,7 +234,7 @@ async fn the_gateway_reaches_an_https_upstream_through_its_toml_ca_file() {
         ),
     )
     .expect("write config");
-    let gateway = mcp_proxy::CommandTarget::new(env!("CARGO_BIN_EXE_mcp-gateway"))
+    let gateway = ferrymcp_proxy::CommandTarget::new(env!("CARGO_BIN_EXE_ferrymcp-gateway"))
         .arg("--config")
         .arg(config.display().to_string());
     let gateway = Upstream::command("gateway", gateway);

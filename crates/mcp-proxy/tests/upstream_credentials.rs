@@ -1,11 +1,11 @@
 //! An HTTP upstream's own credentials against a real authorization server (oidc-provider,
-//! test-helpers' `AuthServer`): client credentials fetched once and reused, refreshed after a
+//! ferrymcp-test-helpers' `AuthServer`): client credentials fetched once and reused, refreshed after a
 //! 401 with exactly one retry, and RFC 8693 token exchange giving the upstream a token of its
 //! own for each caller (AU22), never the caller's token (AU5).
 //!
 //! Every hop is real HTTP on 127.0.0.1: a client → the gateway (whose front puts the client's
 //! bearer token into the request, standing in for its resource server) → the upstream, an
-//! mcp-core server behind a layer that records every `Authorization` it gets and can refuse
+//! ferrymcp-core server behind a layer that records every `Authorization` it gets and can refuse
 //! tokens with a 401.
 
 use std::{
@@ -18,23 +18,23 @@ use axum::{
     middleware::Next,
     response::{IntoResponse as _, Response},
 };
-use mcp_core::{
+use ferrymcp_core::{
     CancellationToken, Context, HttpConfig, HttpServer, Server, ToolDef, ToolError,
     auth::BearerToken,
 };
-use mcp_proxy::{
+use ferrymcp_proxy::{
     HttpTarget, ProxyServer, Upstream, UpstreamOptions,
     upstream_auth::{OAuthClient, UpstreamAuth},
 };
-use mcp_types::{CallToolRequestParams, CallToolResponse};
+use ferrymcp_test_helpers::{
+    auth_server::{AuthServer, CLIENT_A, CLIENT_B, SECRET_A, SECRET_B, jwt_parts},
+    client::{Lifecycle, connect},
+};
+use ferrymcp_types::{CallToolRequestParams, CallToolResponse};
 use rmcp::transport::{
     StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
 };
 use serde_json::Value;
-use test_helpers::{
-    auth_server::{AuthServer, CLIENT_A, CLIENT_B, SECRET_A, SECRET_B, jwt_parts},
-    client::{Lifecycle, connect},
-};
 
 /// What the upstream's guard saw and refuses.
 #[derive(Default)]
@@ -160,7 +160,7 @@ async fn stack_with(auth: impl FnOnce(&str) -> UpstreamAuth, options: UpstreamOp
     }
 }
 
-type Client = rmcp::service::RunningService<rmcp::RoleClient, mcp_types::ClientConfig>;
+type Client = rmcp::service::RunningService<rmcp::RoleClient, ferrymcp_types::ClientConfig>;
 
 async fn client(front_url: &str, token: Option<&str>) -> Client {
     let mut config = StreamableHttpClientTransportConfig::with_uri(front_url.to_owned());
@@ -360,7 +360,7 @@ async fn au22_secrets_never_show_in_debug_output_or_errors() {
         .auth(UpstreamAuth::ClientCredentials(client.clone()));
     let static_target = HttpTarget::new("http://127.0.0.1:9/mcp").bearer(secret);
     let exchange = UpstreamAuth::TokenExchange(client);
-    let config: mcp_proxy::gateway::AuthConfig = toml::from_str(&format!(
+    let config: ferrymcp_proxy::gateway::AuthConfig = toml::from_str(&format!(
         "type = \"client_credentials\"\ntoken_url = \"http://127.0.0.1:9/token\"\nclient_id = \"gw\"\nclient_secret = \"{secret}\"\n"
     ))
     .expect("parses, to be refused when used");

@@ -33,11 +33,11 @@ use crate::backend::TaskLimits;
 /// `redis+cluster://` / `rediss+cluster://` for Redis Cluster.
 ///
 /// ```
-/// let config = mcp_tasks::TasksConfig::default().with_concurrency(4);
+/// let config = ferrymcp_tasks::TasksConfig::default().with_concurrency(4);
 /// assert_eq!(config.concurrency, 4);
 /// assert_eq!(config.url, "memory://");
 /// // Debug output never shows a password in the URL.
-/// let redis = mcp_tasks::TasksConfig::default().with_url("redis://:hunter2@db:6379/0");
+/// let redis = ferrymcp_tasks::TasksConfig::default().with_url("redis://:hunter2@db:6379/0");
 /// assert!(!format!("{redis:?}").contains("hunter2"));
 /// ```
 #[derive(Clone, PartialEq, Eq)]
@@ -62,7 +62,7 @@ pub struct TasksConfig {
 impl std::fmt::Debug for TasksConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TasksConfig")
-            .field("url", &mcp_core::secrets::redacted_url(&self.url))
+            .field("url", &ferrymcp_core::secrets::redacted_url(&self.url))
             .field("embedded_worker", &self.embedded_worker)
             .field("credentials_key", &self.credentials_key)
             .field("concurrency", &self.concurrency)
@@ -123,7 +123,7 @@ impl TasksConfig {
     /// The defaults, overridden by any `MCP_TASKS_*` environment variable that is set.
     ///
     /// ```
-    /// let config = mcp_tasks::TasksConfig::from_env();
+    /// let config = ferrymcp_tasks::TasksConfig::from_env();
     /// assert!(config.concurrency >= 1);
     /// ```
     pub fn from_env() -> Self {
@@ -157,7 +157,7 @@ impl TasksConfig {
     /// Sets the task limits.
     ///
     /// ```
-    /// use mcp_tasks::{TasksConfig, backend::TaskLimits};
+    /// use ferrymcp_tasks::{TasksConfig, backend::TaskLimits};
     /// let config = TasksConfig::default()
     ///     .with_limits(TaskLimits::default().with_max_tasks_per_caller(3));
     /// assert_eq!(config.limits.max_tasks_per_caller, 3);
@@ -170,7 +170,7 @@ impl TasksConfig {
     /// Sets the backend URL.
     ///
     /// ```
-    /// let _ = mcp_tasks::TasksConfig::default().with_url("memory://");
+    /// let _ = ferrymcp_tasks::TasksConfig::default().with_url("memory://");
     /// ```
     pub fn with_url(mut self, url: impl Into<String>) -> Self {
         self.url = url.into();
@@ -180,7 +180,7 @@ impl TasksConfig {
     /// Turns the embedded worker on or off.
     ///
     /// ```
-    /// assert!(!mcp_tasks::TasksConfig::default().with_embedded_worker(false).embedded_worker);
+    /// assert!(!ferrymcp_tasks::TasksConfig::default().with_embedded_worker(false).embedded_worker);
     /// ```
     pub fn with_embedded_worker(mut self, on: bool) -> Self {
         self.embedded_worker = on;
@@ -191,7 +191,7 @@ impl TasksConfig {
     /// comma-separated list: the first key seals, every key still opens.
     ///
     /// ```
-    /// let config = mcp_tasks::TasksConfig::default()
+    /// let config = ferrymcp_tasks::TasksConfig::default()
     ///     .with_credentials_key("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=");
     /// assert!(config.credentials_key.is_some());
     /// assert!(!format!("{config:?}").contains("AAAA"), "never printed");
@@ -204,7 +204,7 @@ impl TasksConfig {
     /// Sets the worker concurrency (at least 1).
     ///
     /// ```
-    /// assert_eq!(mcp_tasks::TasksConfig::default().with_concurrency(0).concurrency, 1);
+    /// assert_eq!(ferrymcp_tasks::TasksConfig::default().with_concurrency(0).concurrency, 1);
     /// ```
     pub fn with_concurrency(mut self, concurrency: usize) -> Self {
         self.concurrency = concurrency.max(1);
@@ -214,7 +214,7 @@ impl TasksConfig {
     /// Sets the task TTL.
     ///
     /// ```
-    /// let _ = mcp_tasks::TasksConfig::default().with_ttl(std::time::Duration::from_secs(60));
+    /// let _ = ferrymcp_tasks::TasksConfig::default().with_ttl(std::time::Duration::from_secs(60));
     /// ```
     pub fn with_ttl(mut self, ttl: Duration) -> Self {
         // `ttlMs` is a positive integer (R19).
@@ -225,7 +225,7 @@ impl TasksConfig {
     /// Sets the poll interval of tools that do not set one.
     ///
     /// ```
-    /// let _ = mcp_tasks::TasksConfig::default().with_poll_interval(std::time::Duration::from_secs(1));
+    /// let _ = ferrymcp_tasks::TasksConfig::default().with_poll_interval(std::time::Duration::from_secs(1));
     /// ```
     pub fn with_poll_interval(mut self, poll_interval: Duration) -> Self {
         // `pollIntervalMs` is a positive integer (R19).
@@ -237,7 +237,7 @@ impl TasksConfig {
 /// A key for sealing stored credentials, as configured (base64). Never printed.
 ///
 /// ```
-/// let config = mcp_tasks::TasksConfig::default().with_credentials_key("c2VjcmV0");
+/// let config = ferrymcp_tasks::TasksConfig::default().with_credentials_key("c2VjcmV0");
 /// assert_eq!(config.credentials_key.unwrap().expose(), "c2VjcmV0");
 /// ```
 #[derive(Clone, PartialEq, Eq)]

@@ -14,7 +14,7 @@ const MEMORY_LEASE: Duration = Duration::from_secs(30);
 ///
 /// ```
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-/// let connected = mcp_tasks::connect(&mcp_tasks::TasksConfig::default()).await.unwrap();
+/// let connected = ferrymcp_tasks::connect(&ferrymcp_tasks::TasksConfig::default()).await.unwrap();
 /// assert_eq!(connected.lease.as_secs(), 30);
 /// # });
 /// ```
@@ -31,7 +31,7 @@ impl Connected {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let connected = mcp_tasks::connect(&mcp_tasks::TasksConfig::default()).await.unwrap();
+    /// let connected = ferrymcp_tasks::connect(&ferrymcp_tasks::TasksConfig::default()).await.unwrap();
     /// assert_eq!(connected.heartbeat().as_secs(), 10);
     /// # });
     /// ```
@@ -52,7 +52,7 @@ impl std::fmt::Debug for Connected {
 ///
 /// ```
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-/// use mcp_tasks::{ConnectError, TasksConfig, connect};
+/// use ferrymcp_tasks::{ConnectError, TasksConfig, connect};
 /// let error = connect(&TasksConfig::default().with_url("nats://q")).await.unwrap_err();
 /// assert!(matches!(error, ConnectError::Unsupported { .. }));
 /// # });
@@ -69,7 +69,7 @@ pub enum ConnectError {
     },
     /// A `redis://` URL, but this build has no Redis support.
     #[error(
-        "task backend URL {url:?} needs Redis support: build with the `redis` feature (mcpkit/redis or mcp-tasks/redis)"
+        "task backend URL {url:?} needs Redis support: build with the `redis` feature (ferrymcp/redis or ferrymcp-tasks/redis)"
     )]
     NotCompiled {
         /// The URL as configured, without its password ([`redacted_url`](crate::redacted_url)).
@@ -92,7 +92,7 @@ pub enum ConnectError {
 ///
 /// ```
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-/// use mcp_tasks::{TasksConfig, connect};
+/// use ferrymcp_tasks::{TasksConfig, connect};
 /// assert!(connect(&TasksConfig::default().with_url("memory://")).await.is_ok());
 /// let error = connect(&TasksConfig::default().with_url("postgres://db")).await.unwrap_err();
 /// assert!(error.to_string().contains("unsupported task backend URL"));
@@ -111,7 +111,7 @@ pub async fn connect(config: &TasksConfig) -> Result<Connected, ConnectError> {
         return connect_redis(config, url).await;
     }
     Err(ConnectError::Unsupported {
-        url: mcp_core::secrets::redacted_url(url),
+        url: ferrymcp_core::secrets::redacted_url(url),
     })
 }
 
@@ -133,6 +133,6 @@ async fn connect_redis(config: &TasksConfig, url: &str) -> Result<Connected, Con
 #[cfg(not(feature = "redis"))]
 async fn connect_redis(_config: &TasksConfig, url: &str) -> Result<Connected, ConnectError> {
     Err(ConnectError::NotCompiled {
-        url: mcp_core::secrets::redacted_url(url),
+        url: ferrymcp_core::secrets::redacted_url(url),
     })
 }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use mcp_core::{Context, FromContext, ToolError};
+use ferrymcp_core::{Context, FromContext, ToolError};
 
 use crate::{TasksConfig, TasksExtension, backend::TaskBackend};
 
@@ -13,9 +13,9 @@ use crate::{TasksConfig, TasksExtension, backend::TaskBackend};
 /// call fails with a message that says so.
 ///
 /// ```
-/// use mcp_tasks::Engine;
+/// use ferrymcp_tasks::Engine;
 /// async fn queue_depth(engine: Engine) -> String {
-///     format!("engine on {}", mcp_tasks::redacted_url(&engine.config().url))
+///     format!("engine on {}", ferrymcp_tasks::redacted_url(&engine.config().url))
 /// }
 /// ```
 #[derive(Clone)]
@@ -51,7 +51,7 @@ impl FromContext for Engine {
             .and_then(|extension| extension.engine())
             .ok_or_else(|| {
                 ToolError::internal(
-                    "No task engine is running: register mcp_tasks::TasksExtension on the root server and start it",
+                    "No task engine is running: register ferrymcp_tasks::TasksExtension on the root server and start it",
                 )
             })
     }

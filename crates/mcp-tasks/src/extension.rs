@@ -1,4 +1,4 @@
-//! [`TasksExtension`]: SEP-2663 on an `mcp-core` server.
+//! [`TasksExtension`]: SEP-2663 on an `ferrymcp-core` server.
 
 use std::{
     collections::HashMap,
@@ -6,11 +6,11 @@ use std::{
 };
 
 use async_trait::async_trait;
-use mcp_core::{
+use ferrymcp_core::{
     BoxError, BoxFuture, CallTool, Context, Era, Extension, InputRequired, Server, ToolCallNext,
     ToolError, ToolInfo,
 };
-use mcp_types::{
+use ferrymcp_types::{
     CallToolResponse, CancelTaskParams, ClientCapabilities, CreateTaskResult, DetailedTask,
     ErrorData, GetTaskParams, GetTaskResult, JsonObject, TASKS_EXTENSION_ID, Task, TaskAckResult,
     TaskPayload, TaskStatus, TaskSupport, UpdateTaskParams,
@@ -36,8 +36,8 @@ const IDEMPOTENT_ATTEMPTS: u32 = 3;
 /// worker, TTL sweeper) while the server runs.
 ///
 /// ```
-/// use mcp_core::{Server, ToolDef};
-/// use mcp_tasks::TasksExtension;
+/// use ferrymcp_core::{Server, ToolDef};
+/// use ferrymcp_tasks::TasksExtension;
 ///
 /// let server = Server::new("demo");
 /// server.add_tool(ToolDef::new("slow", || async { "done" }).task(true)).unwrap();
@@ -70,7 +70,7 @@ fn not_found(id: &str) -> ErrorData {
 /// details.
 /// The `clientInfo` name a request's client declared: in the request's `_meta` (2026-07-28)
 /// or at `initialize` (2025-11-25).
-fn client_name(scope: &mcp_core::RequestScope) -> Option<String> {
+fn client_name(scope: &ferrymcp_core::RequestScope) -> Option<String> {
     let declared = scope
         .meta()
         .get("io.modelcontextprotocol/clientInfo")
@@ -97,7 +97,7 @@ fn backend_error(error: BackendError) -> ErrorData {
             )
         }
         BackendError::Limit(refusal) => ErrorData::new(
-            mcp_types::ErrorCode(crate::backend::LIMIT_CODE),
+            ferrymcp_types::ErrorCode(crate::backend::LIMIT_CODE),
             refusal.to_string(),
             Some(serde_json::json!({"limit": refusal.limit.setting(), "max": refusal.max})),
         ),
@@ -106,7 +106,7 @@ fn backend_error(error: BackendError) -> ErrorData {
 }
 
 fn internal(error: impl std::fmt::Display) -> ErrorData {
-    mcp_core::masked_internal_error(error)
+    ferrymcp_core::masked_internal_error(error)
 }
 
 fn iso8601(ms: u64) -> String {
@@ -179,7 +179,7 @@ impl TasksExtension {
     /// [`from_env`](Self::from_env).
     ///
     /// ```
-    /// let _ = mcp_tasks::TasksExtension::new();
+    /// let _ = ferrymcp_tasks::TasksExtension::new();
     /// ```
     pub fn new() -> Self {
         Self::with_config(TasksConfig::default())
@@ -189,7 +189,7 @@ impl TasksExtension {
     /// ([`TasksConfig::from_env`]), as a deployed server is.
     ///
     /// ```
-    /// let _ = mcp_tasks::TasksExtension::from_env();
+    /// let _ = ferrymcp_tasks::TasksExtension::from_env();
     /// ```
     pub fn from_env() -> Self {
         Self::with_config(TasksConfig::from_env())
@@ -198,7 +198,7 @@ impl TasksExtension {
     /// The extension with explicit settings.
     ///
     /// ```
-    /// let _ = mcp_tasks::TasksExtension::with_config(mcp_tasks::TasksConfig::default().with_concurrency(2));
+    /// let _ = ferrymcp_tasks::TasksExtension::with_config(ferrymcp_tasks::TasksConfig::default().with_concurrency(2));
     /// ```
     pub fn with_config(config: TasksConfig) -> Self {
         Self {
@@ -217,8 +217,8 @@ impl TasksExtension {
     /// rounds inside the running task keep working as before.
     ///
     /// ```
-    /// use mcp_core::{Context, InputRequired, types::InputRequest};
-    /// use mcp_tasks::TasksExtension;
+    /// use ferrymcp_core::{Context, InputRequired, types::InputRequest};
+    /// use ferrymcp_tasks::TasksExtension;
     ///
     /// let _ = TasksExtension::new().ask_first("greet", |cx: Context| async move {
     ///     if cx.input_responses().is_some_and(|r| r.contains_key("name")) {
@@ -246,7 +246,7 @@ impl TasksExtension {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use mcp_tasks::{TasksExtension, backend::memory::MemoryBackend};
+    /// use ferrymcp_tasks::{TasksExtension, backend::memory::MemoryBackend};
     /// let _ = TasksExtension::new().with_backend(Arc::new(MemoryBackend::new()));
     /// ```
     pub fn with_backend(mut self, backend: Arc<dyn TaskBackend>) -> Self {
@@ -438,7 +438,7 @@ impl TasksExtension {
                 ack()
             }
             other => Err(ErrorData::new(
-                mcp_types::ErrorCode::METHOD_NOT_FOUND,
+                ferrymcp_types::ErrorCode::METHOD_NOT_FOUND,
                 format!("Method not found: {other}"),
                 None,
             )),
@@ -452,8 +452,8 @@ impl TasksExtension {
 /// answer `tasks/*` (a proxy's passthrough).
 ///
 /// ```
-/// let cx = mcp_core::Context::new(mcp_core::Server::new("s"), mcp_core::RequestScope::new());
-/// let refused = mcp_tasks::gate_tasks_request(&cx, "tasks/get").unwrap_err();
+/// let cx = ferrymcp_core::Context::new(ferrymcp_core::Server::new("s"), ferrymcp_core::RequestScope::new());
+/// let refused = ferrymcp_tasks::gate_tasks_request(&cx, "tasks/get").unwrap_err();
 /// assert_eq!(refused.code.0, -32021);
 /// ```
 pub fn gate_tasks_request(cx: &Context, method: &str) -> Result<(), ErrorData> {
@@ -464,14 +464,14 @@ pub fn gate_tasks_request(cx: &Context, method: &str) -> Result<(), ErrorData> {
             .map(|v| v.as_str().to_owned())
             .unwrap_or_default();
         return Err(ErrorData::new(
-            mcp_types::ErrorCode::METHOD_NOT_FOUND,
+            ferrymcp_types::ErrorCode::METHOD_NOT_FOUND,
             format!("Method '{method}' is not available at protocol version '{version}'."),
             None,
         ));
     }
     if scope.client_extension(TASKS_EXTENSION_ID).is_none() {
         return Err(ErrorData::new(
-            mcp_types::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            ferrymcp_types::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
             format!(
                 "This request targets the tasks extension ({TASKS_EXTENSION_ID}); the client did not declare it for this request."
             ),
@@ -518,7 +518,7 @@ impl Extension for TasksExtension {
         &self,
         cx: Context,
         requested: &JsonObject,
-    ) -> Result<Option<mcp_core::subscription::Subscription>, ErrorData> {
+    ) -> Result<Option<ferrymcp_core::subscription::Subscription>, ErrorData> {
         crate::push::subscribe(self.engine(), &cx, requested).await
     }
 

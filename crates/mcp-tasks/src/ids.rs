@@ -16,7 +16,7 @@ pub(crate) fn random_token(bytes: usize) -> String {
 /// A task id: 32 random bytes (256 bits), 43 URL-safe characters.
 ///
 /// ```
-/// let id = mcp_tasks::new_task_id();
+/// let id = ferrymcp_tasks::new_task_id();
 /// assert_eq!(id.len(), 43);
 /// assert!(id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
 /// ```

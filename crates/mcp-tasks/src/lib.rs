@@ -1,4 +1,4 @@
-//! The SEP-2663 Tasks extension (`io.modelcontextprotocol/tasks`) for `mcp-core` servers.
+//! The SEP-2663 Tasks extension (`io.modelcontextprotocol/tasks`) for `ferrymcp-core` servers.
 //!
 //! Register [`TasksExtension`] on the root server and mark tools `task(true)` (optional) or
 //! `task(TaskSupport::Required)`. A 2026-07-28 client that opts in on a `tools/call` then gets
@@ -7,8 +7,8 @@
 //! in the background on the embedded engine.
 //!
 //! ```
-//! use mcp_core::{Args, Server, ToolDef};
-//! use mcp_tasks::TasksExtension;
+//! use ferrymcp_core::{Args, Server, ToolDef};
+//! use ferrymcp_tasks::TasksExtension;
 //!
 //! #[derive(serde::Deserialize, schemars::JsonSchema)]
 //! struct Pair { a: i64, b: i64 }
@@ -58,10 +58,10 @@ pub use config::TasksConfig;
 pub use connect::{ConnectError, Connected, connect};
 pub use engine::Engine;
 pub use extension::{TasksExtension, gate_tasks_request};
+pub use ferrymcp_core::secrets::redacted_url;
 pub use ids::new_task_id;
-pub use mcp_core::secrets::redacted_url;
 pub use owner::{TaskSnapshot, resolve_owning_server, resolve_tool};
 pub use worker::Worker;
 
 /// The extension identifier advertised under `capabilities.extensions`.
-pub const EXTENSION_ID: &str = mcp_types::TASKS_EXTENSION_ID;
+pub const EXTENSION_ID: &str = ferrymcp_types::TASKS_EXTENSION_ID;

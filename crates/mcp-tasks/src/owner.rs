@@ -1,6 +1,6 @@
 //! Which server runs a task's tool, resolved from what the task stored.
 
-use mcp_core::{
+use ferrymcp_core::{
     Server, ToolInfo,
     auth::Principal,
     version::{Version, VersionSpec},
@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 /// can run it: the tool's name at the root and exact version, and the caller.
 ///
 /// ```
-/// let snapshot = mcp_tasks::TaskSnapshot { tool: Some("child_multiply".into()), ..Default::default() };
+/// let snapshot = ferrymcp_tasks::TaskSnapshot { tool: Some("child_multiply".into()), ..Default::default() };
 /// let json = serde_json::to_value(&snapshot).unwrap();
 /// assert_eq!(json["tool"], "child_multiply");
 /// ```
@@ -30,7 +30,7 @@ pub struct TaskSnapshot {
     /// [`TasksExtension::ask_first`](crate::TasksExtension::ask_first)): the first run sees
     /// them as its `inputResponses`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input_responses: Option<mcp_types::InputResponses>,
+    pub input_responses: Option<ferrymcp_types::InputResponses>,
 }
 
 /// The tool a snapshot names, looked up on `root` at exactly the recorded version.
@@ -48,8 +48,8 @@ pub fn resolve_tool(root: &Server, tool: &str, version: Option<&str>) -> Option<
 /// root.
 ///
 /// ```
-/// use mcp_core::{Server, ToolDef};
-/// use mcp_tasks::{TaskSnapshot, resolve_owning_server};
+/// use ferrymcp_core::{Server, ToolDef};
+/// use ferrymcp_tasks::{TaskSnapshot, resolve_owning_server};
 /// let child = Server::new("child");
 /// child.add_tool(ToolDef::new("multiply", || async { 72 })).unwrap();
 /// let root = Server::new("root");

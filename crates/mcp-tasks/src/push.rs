@@ -10,17 +10,17 @@
 //! acknowledgment, as a missing one is.
 //!
 //! ```
-//! assert_eq!(mcp_tasks::push::MAX_WATCHED_TASKS, 256);
+//! assert_eq!(ferrymcp_tasks::push::MAX_WATCHED_TASKS, 256);
 //! ```
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
-use futures::StreamExt as _;
-use mcp_core::{
+use ferrymcp_core::{
     Context,
     subscription::{PushedNotification, Subscription},
 };
-use mcp_types::{ErrorData, JsonObject};
+use ferrymcp_types::{ErrorData, JsonObject};
+use futures::StreamExt as _;
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 
@@ -77,7 +77,7 @@ pub(crate) async fn subscribe(
 }
 
 fn masked(error: impl std::fmt::Display) -> ErrorData {
-    mcp_core::masked_internal_error(error)
+    ferrymcp_core::masked_internal_error(error)
 }
 
 fn acknowledged(
@@ -97,9 +97,9 @@ fn acknowledged(
 /// a proxy's).
 ///
 /// ```
-/// let ids = mcp_tasks::push::task_ids(&serde_json::json!(["a", "b", "a"])).unwrap();
+/// let ids = ferrymcp_tasks::push::task_ids(&serde_json::json!(["a", "b", "a"])).unwrap();
 /// assert_eq!(ids, ["a", "b"]);
-/// assert_eq!(mcp_tasks::push::task_ids(&serde_json::json!("a")).unwrap_err().code.0, -32602);
+/// assert_eq!(ferrymcp_tasks::push::task_ids(&serde_json::json!("a")).unwrap_err().code.0, -32602);
 /// ```
 pub fn task_ids(value: &Value) -> Result<Vec<String>, ErrorData> {
     let invalid = |why: String| ErrorData::invalid_params(why, None);

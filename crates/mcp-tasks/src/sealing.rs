@@ -27,7 +27,7 @@ use chacha20poly1305::{
 /// What every sealed value starts with (the current format).
 ///
 /// ```
-/// use mcp_tasks::sealing::{Binding, SEALED_PREFIX, Sealer};
+/// use ferrymcp_tasks::sealing::{Binding, SEALED_PREFIX, Sealer};
 /// let binding = Binding { task: "t", owner: "o", tool: "echo", version: None, arguments: "{}" };
 /// let sealed = Sealer::new(&[0; 32]).seal(b"{}", &binding);
 /// assert!(sealed.starts_with(SEALED_PREFIX));
@@ -51,7 +51,7 @@ const AAD_LABEL: &[u8] = b"mcpkit tasks sealed context v2";
 /// Why a key could not be read or a value could not be opened.
 ///
 /// ```
-/// use mcp_tasks::sealing::{Binding, SealError, open_stored};
+/// use ferrymcp_tasks::sealing::{Binding, SealError, open_stored};
 /// let binding = Binding { task: "t", owner: "o", tool: "echo", version: None, arguments: "{}" };
 /// assert!(matches!(open_stored(None, "sealed:v2:00000000:AAAA", &binding), Err(SealError::NoKey)));
 /// ```
@@ -89,7 +89,7 @@ pub enum SealError {
 /// succeeds only with the binding it was sealed with.
 ///
 /// ```
-/// use mcp_tasks::sealing::{Binding, Sealer};
+/// use ferrymcp_tasks::sealing::{Binding, Sealer};
 /// let sealer = Sealer::new(&[1; 32]);
 /// let binding = Binding { task: "t", owner: "o", tool: "echo", version: Some("1.0"), arguments: "{\"a\":1}" };
 /// let sealed = sealer.seal(b"{}", &binding);
@@ -174,7 +174,7 @@ impl SealKey {
 /// and tags, and older keys, which still open and find what they sealed. Cheap to clone.
 ///
 /// ```
-/// use mcp_tasks::sealing::{Binding, Sealer};
+/// use ferrymcp_tasks::sealing::{Binding, Sealer};
 /// let sealer = Sealer::new(&[42; 32]);
 /// let binding = Binding { task: "task-1", owner: "o", tool: "echo", version: None, arguments: "{}" };
 /// let sealed = sealer.seal(b"{\"principal\":\"alice\"}", &binding);
@@ -202,7 +202,7 @@ impl Sealer {
     /// A sealer with one 256-bit key.
     ///
     /// ```
-    /// let _ = mcp_tasks::sealing::Sealer::new(&[0; 32]);
+    /// let _ = ferrymcp_tasks::sealing::Sealer::new(&[0; 32]);
     /// ```
     pub fn new(key: &[u8; 32]) -> Self {
         Self {
@@ -214,7 +214,7 @@ impl Sealer {
     /// finds the tasks it tagged. Keys added later are tried later.
     ///
     /// ```
-    /// use mcp_tasks::sealing::{Binding, Sealer};
+    /// use ferrymcp_tasks::sealing::{Binding, Sealer};
     /// let binding = Binding { task: "t", owner: "o", tool: "echo", version: None, arguments: "{}" };
     /// let before = Sealer::new(&[1; 32]).seal(b"x", &binding);
     /// let rotated = Sealer::new(&[2; 32]).with_older_key(&[1; 32]);
@@ -234,7 +234,7 @@ impl Sealer {
     /// others are older keys still accepted.
     ///
     /// ```
-    /// use mcp_tasks::sealing::Sealer;
+    /// use ferrymcp_tasks::sealing::Sealer;
     /// let zero = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
     /// let one = "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE";
     /// assert!(Sealer::from_base64(zero).is_ok());
@@ -266,7 +266,7 @@ impl Sealer {
     /// by HMAC; it reveals nothing of it).
     ///
     /// ```
-    /// use mcp_tasks::sealing::Sealer;
+    /// use ferrymcp_tasks::sealing::Sealer;
     /// assert_eq!(Sealer::new(&[0; 32]).key_id().len(), 8);
     /// assert_ne!(Sealer::new(&[0; 32]).key_id(), Sealer::new(&[1; 32]).key_id());
     /// ```
@@ -283,7 +283,7 @@ impl Sealer {
     /// time).
     ///
     /// ```
-    /// use mcp_tasks::sealing::{Binding, Sealer};
+    /// use ferrymcp_tasks::sealing::{Binding, Sealer};
     /// let sealer = Sealer::new(&[0; 32]);
     /// let binding = Binding { task: "t", owner: "o", tool: "echo", version: None, arguments: "{}" };
     /// assert_ne!(sealer.seal(b"x", &binding), sealer.seal(b"x", &binding));
@@ -318,7 +318,7 @@ impl Sealer {
     /// sealer's keys sealed it.
     ///
     /// ```
-    /// use mcp_tasks::sealing::{Binding, Sealer};
+    /// use ferrymcp_tasks::sealing::{Binding, Sealer};
     /// let sealer = Sealer::new(&[0; 32]);
     /// let binding = Binding { task: "t", owner: "o", tool: "echo", version: None, arguments: "{}" };
     /// let sealed = sealer.seal(b"x", &binding);
@@ -367,7 +367,7 @@ impl Sealer {
     /// it in plaintext. Tags are made of `0-9`, `a-f` and `.` only.
     ///
     /// ```
-    /// use mcp_tasks::sealing::Sealer;
+    /// use ferrymcp_tasks::sealing::Sealer;
     /// let sealer = Sealer::new(&[0; 32]);
     /// assert_eq!(sealer.tag("auth:app"), sealer.tag("auth:app"));
     /// assert!(sealer.tag("auth:app").starts_with(&format!("{}.", sealer.key_id())));
@@ -381,7 +381,7 @@ impl Sealer {
     /// so that tasks tagged before a rotation are still found.
     ///
     /// ```
-    /// use mcp_tasks::sealing::Sealer;
+    /// use ferrymcp_tasks::sealing::Sealer;
     /// let old = Sealer::new(&[1; 32]);
     /// let rotated = Sealer::new(&[2; 32]).with_older_key(&[1; 32]);
     /// let tags = rotated.tags("anon");
@@ -411,7 +411,7 @@ fn decode_key(encoded: &str) -> Result<[u8; 32], String> {
 /// key is configured.
 ///
 /// ```
-/// assert_eq!(mcp_tasks::sealing::plain_tag("anon").len(), 64);
+/// assert_eq!(ferrymcp_tasks::sealing::plain_tag("anon").len(), 64);
 /// ```
 pub fn plain_tag(text: &str) -> String {
     use sha2::Digest as _;
@@ -433,7 +433,7 @@ fn hex(bytes: &[u8]) -> String {
 /// plain value is returned as it is and a sealed one is refused.
 ///
 /// ```
-/// use mcp_tasks::sealing::{Binding, SealError, Sealer, open_stored};
+/// use ferrymcp_tasks::sealing::{Binding, SealError, Sealer, open_stored};
 /// let binding = Binding { task: "t", owner: "o", tool: "echo", version: None, arguments: "{}" };
 /// assert_eq!(open_stored(None, "{}", &binding).unwrap(), "{}");
 /// let sealer = Sealer::new(&[3; 32]);

@@ -21,8 +21,8 @@ use std::{
     time::Duration,
 };
 
-use mcp_core::{RequestScope, Server, ToolCall, version::VersionSpec};
-use mcp_types::{CallToolResponse, CallToolResult, ContentBlock, ProtocolVersion};
+use ferrymcp_core::{RequestScope, Server, ToolCall, version::VersionSpec};
+use ferrymcp_types::{CallToolResponse, CallToolResult, ContentBlock, ProtocolVersion};
 use serde_json::{Value, json};
 use tokio::{sync::Semaphore, time::Instant};
 use tokio_util::sync::CancellationToken;
@@ -148,9 +148,9 @@ type Running = Arc<Mutex<HashMap<String, Arc<RunLease>>>>;
 /// defined in code, resolving each task's owning mounted child from its snapshot.
 ///
 /// ```no_run
-/// # async fn run(root: mcp_core::Server) {
+/// # async fn run(root: ferrymcp_core::Server) {
 /// use std::sync::Arc;
-/// use mcp_tasks::{Worker, backend::memory::MemoryBackend};
+/// use ferrymcp_tasks::{Worker, backend::memory::MemoryBackend};
 /// let shutdown = tokio_util::sync::CancellationToken::new();
 /// Worker::new(root, Arc::new(MemoryBackend::new())).with_concurrency(4).run(shutdown).await;
 /// # }
@@ -159,8 +159,8 @@ type Running = Arc<Mutex<HashMap<String, Arc<RunLease>>>>;
 /// A worker-only process, on the backend `MCP_TASKS_URL` names, until SIGINT or SIGTERM:
 ///
 /// ```no_run
-/// # async fn run(root: mcp_core::Server) -> Result<(), mcp_tasks::ConnectError> {
-/// use mcp_tasks::{TasksConfig, Worker};
+/// # async fn run(root: ferrymcp_core::Server) -> Result<(), ferrymcp_tasks::ConnectError> {
+/// use ferrymcp_tasks::{TasksConfig, Worker};
 /// Worker::from_config(root, &TasksConfig::from_env()).await?.run_until_signal().await;
 /// # Ok(()) }
 /// ```
@@ -194,9 +194,9 @@ impl Worker {
     /// 30 s to finish when shut down (then hands them back).
     ///
     /// ```no_run
-    /// # async fn run(root: mcp_core::Server) -> Result<(), mcp_tasks::ConnectError> {
-    /// let config = mcp_tasks::TasksConfig::default().with_url("redis://127.0.0.1/0?queue=demo");
-    /// let worker = mcp_tasks::Worker::from_config(root, &config).await?;
+    /// # async fn run(root: ferrymcp_core::Server) -> Result<(), ferrymcp_tasks::ConnectError> {
+    /// let config = ferrymcp_tasks::TasksConfig::default().with_url("redis://127.0.0.1/0?queue=demo");
+    /// let worker = ferrymcp_tasks::Worker::from_config(root, &config).await?;
     /// # Ok(()) }
     /// ```
     pub async fn from_config(
@@ -214,9 +214,9 @@ impl Worker {
     /// How many runs at once (at least 1).
     ///
     /// ```
-    /// # let root = mcp_core::Server::new("r");
-    /// # let backend = std::sync::Arc::new(mcp_tasks::backend::memory::MemoryBackend::new());
-    /// let worker = mcp_tasks::Worker::new(root, backend).with_concurrency(4);
+    /// # let root = ferrymcp_core::Server::new("r");
+    /// # let backend = std::sync::Arc::new(ferrymcp_tasks::backend::memory::MemoryBackend::new());
+    /// let worker = ferrymcp_tasks::Worker::new(root, backend).with_concurrency(4);
     /// ```
     pub fn with_concurrency(mut self, concurrency: usize) -> Self {
         self.concurrency = concurrency.max(1);
@@ -226,9 +226,9 @@ impl Worker {
     /// How often leases are renewed (a third of the backend's lease or less).
     ///
     /// ```
-    /// # let root = mcp_core::Server::new("r");
-    /// # let backend = std::sync::Arc::new(mcp_tasks::backend::memory::MemoryBackend::new());
-    /// let worker = mcp_tasks::Worker::new(root, backend).with_heartbeat(std::time::Duration::from_secs(1));
+    /// # let root = ferrymcp_core::Server::new("r");
+    /// # let backend = std::sync::Arc::new(ferrymcp_tasks::backend::memory::MemoryBackend::new());
+    /// let worker = ferrymcp_tasks::Worker::new(root, backend).with_heartbeat(std::time::Duration::from_secs(1));
     /// ```
     pub fn with_heartbeat(mut self, every: Duration) -> Self {
         self.heartbeat = every.max(Duration::from_millis(1));
@@ -240,9 +240,9 @@ impl Worker {
     /// for a lost worker). Default: none.
     ///
     /// ```
-    /// # let root = mcp_core::Server::new("r");
-    /// # let backend = std::sync::Arc::new(mcp_tasks::backend::memory::MemoryBackend::new());
-    /// let worker = mcp_tasks::Worker::new(root, backend).with_grace(std::time::Duration::from_secs(30));
+    /// # let root = ferrymcp_core::Server::new("r");
+    /// # let backend = std::sync::Arc::new(ferrymcp_tasks::backend::memory::MemoryBackend::new());
+    /// let worker = ferrymcp_tasks::Worker::new(root, backend).with_grace(std::time::Duration::from_secs(30));
     /// ```
     pub fn with_grace(mut self, grace: Duration) -> Self {
         self.grace = grace;
@@ -253,9 +253,9 @@ impl Worker {
     /// ([`TaskBackend::expire`]). Servers do; a worker-only process should.
     ///
     /// ```
-    /// # let root = mcp_core::Server::new("r");
-    /// # let backend = std::sync::Arc::new(mcp_tasks::backend::memory::MemoryBackend::new());
-    /// let worker = mcp_tasks::Worker::new(root, backend).with_sweeper(true);
+    /// # let root = ferrymcp_core::Server::new("r");
+    /// # let backend = std::sync::Arc::new(ferrymcp_tasks::backend::memory::MemoryBackend::new());
+    /// let worker = ferrymcp_tasks::Worker::new(root, backend).with_sweeper(true);
     /// ```
     pub fn with_sweeper(mut self, sweeps: bool) -> Self {
         self.sweeps = sweeps;
@@ -265,9 +265,9 @@ impl Worker {
     /// This worker's id (the holder its leases name).
     ///
     /// ```
-    /// # let root = mcp_core::Server::new("r");
-    /// # let backend = std::sync::Arc::new(mcp_tasks::backend::memory::MemoryBackend::new());
-    /// let worker = mcp_tasks::Worker::new(root, backend);
+    /// # let root = ferrymcp_core::Server::new("r");
+    /// # let backend = std::sync::Arc::new(ferrymcp_tasks::backend::memory::MemoryBackend::new());
+    /// let worker = ferrymcp_tasks::Worker::new(root, backend);
     /// assert!(worker.id().as_str().starts_with("worker-"));
     /// ```
     pub fn id(&self) -> &WorkerId {
@@ -277,7 +277,7 @@ impl Worker {
     /// [`run`](Self::run)s until the process gets SIGINT (Ctrl-C) or, on Unix, SIGTERM.
     ///
     /// ```no_run
-    /// # async fn demo(worker: mcp_tasks::Worker) {
+    /// # async fn demo(worker: ferrymcp_tasks::Worker) {
     /// worker.run_until_signal().await;
     /// # }
     /// ```
@@ -297,7 +297,7 @@ impl Worker {
     /// stops the rest and hands them back: the backend's lost-worker policy applies at once.
     ///
     /// ```no_run
-    /// # async fn demo(worker: mcp_tasks::Worker) {
+    /// # async fn demo(worker: ferrymcp_tasks::Worker) {
     /// let shutdown = tokio_util::sync::CancellationToken::new();
     /// let running = tokio::spawn(worker.run(shutdown.clone()));
     /// shutdown.cancel(); // stop claiming; runs in flight get the grace period
@@ -617,7 +617,7 @@ async fn execute(root: &Server, backend: &Arc<dyn TaskBackend>, run: Claimed, he
     let outcome = match resolve_tool(root, &run.tool, run.version.as_deref()) {
         None => {
             let message = format!("Component not found for task: {}", run.tool);
-            Outcome::Fail(error_value(mcp_types::codes::INTERNAL_ERROR, message))
+            Outcome::Fail(error_value(ferrymcp_types::codes::INTERNAL_ERROR, message))
         }
         Some(tool) => {
             let mut scope = RequestScope::new()
@@ -688,7 +688,7 @@ async fn execute(root: &Server, backend: &Arc<dyn TaskBackend>, run: Claimed, he
 }
 
 /// The outcome a tool's answer asks to record.
-fn outcome_of(answered: Result<CallToolResponse, mcp_types::ErrorData>) -> Outcome {
+fn outcome_of(answered: Result<CallToolResponse, ferrymcp_types::ErrorData>) -> Outcome {
     match answered {
         Ok(CallToolResponse::Complete(result)) => Outcome::Complete(to_json(&result)),
         Ok(CallToolResponse::InputRequired(input)) => match input.input_requests {
@@ -715,7 +715,7 @@ fn outcome_of(answered: Result<CallToolResponse, mcp_types::ErrorData>) -> Outco
         },
         Ok(_) => {
             let message = "the tool answered with a task handle inside a task";
-            Outcome::Fail(error_value(mcp_types::codes::INTERNAL_ERROR, message))
+            Outcome::Fail(error_value(ferrymcp_types::codes::INTERNAL_ERROR, message))
         }
         Err(error) => Outcome::Fail(serde_json::to_value(&error).unwrap_or(Value::Null)),
     }
@@ -726,8 +726,8 @@ fn to_json(result: &CallToolResult) -> Value {
 }
 
 /// Progress reports of a task run become its `statusMessage`.
-fn progress_to_status(backend: Arc<dyn TaskBackend>, lease: Lease) -> mcp_core::ProgressSink {
-    Arc::new(move |progress: mcp_core::Progress| {
+fn progress_to_status(backend: Arc<dyn TaskBackend>, lease: Lease) -> ferrymcp_core::ProgressSink {
+    Arc::new(move |progress: ferrymcp_core::Progress| {
         let backend = Arc::clone(&backend);
         let lease = lease.clone();
         Box::pin(async move {

@@ -2,10 +2,10 @@
 //! runs on `memory://` or `redis://…`, and a URL it cannot serve stops the server from
 //! starting with a message that says why.
 
-use mcp_core::{Args, Server, ToolDef};
-use mcp_tasks::{TasksConfig, TasksExtension};
+use ferrymcp_core::{Args, Server, ToolDef};
+use ferrymcp_tasks::{TasksConfig, TasksExtension};
+use ferrymcp_test_helpers::tasks::TaskClient;
 use serde_json::json;
-use test_helpers::tasks::TaskClient;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Number {
@@ -78,7 +78,7 @@ async fn a_redis_url_without_the_feature_says_which_feature() {
 #[cfg(feature = "redis")]
 #[tokio::test]
 async fn a_redis_url_runs_the_same_server_on_redis_visible_to_a_replica() {
-    let redis = test_helpers::redis::RedisServer::shared();
+    let redis = ferrymcp_test_helpers::redis::RedisServer::shared();
     let url = redis.queue_url("url");
     let id = runs_a_task_on(TasksConfig::default().with_url(url.clone())).await;
     // Another replica (API-only) on the same URL sees the finished task.

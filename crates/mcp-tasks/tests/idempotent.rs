@@ -4,14 +4,14 @@
 
 use std::time::Duration;
 
-use mcp_core::{Server, TaskConfig, ToolDef, types::ToolAnnotations};
-use mcp_tasks::{
+use ferrymcp_core::{Server, TaskConfig, ToolDef, types::ToolAnnotations};
+use ferrymcp_tasks::{
     TasksConfig, TasksExtension,
     backend::{WorkerId, WriteAck},
 };
-use mcp_types::TaskStatus;
+use ferrymcp_test_helpers::tasks::TaskClient;
+use ferrymcp_types::TaskStatus;
 use serde_json::json;
-use test_helpers::tasks::TaskClient;
 
 fn server() -> Server {
     let server = Server::new("root");

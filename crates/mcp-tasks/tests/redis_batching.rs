@@ -4,18 +4,18 @@
 //! it); a blocked claim is woken by a release, and nothing adds wake-ups while no claim
 //! waits.
 //!
-//! Needs the `redis` feature: `cargo test -p mcp-tasks --features redis --test redis_batching`.
+//! Needs the `redis` feature: `cargo test -p ferrymcp-tasks --features redis --test redis_batching`.
 
 mod redis_tasks;
 
 use std::{sync::Arc, time::Duration};
 
-use futures::future::join_all;
-use mcp_tasks::backend::{
+use ferrymcp_tasks::backend::{
     BackendError, Limit, NewTask, Owner, TaskBackend, TaskLimits, WorkerId, WriteAck,
     redis::{RedisBackend, RedisOptions},
 };
-use test_helpers::redis::RedisServer;
+use ferrymcp_test_helpers::redis::RedisServer;
+use futures::future::join_all;
 
 use redis_tasks::echo_task as task;
 

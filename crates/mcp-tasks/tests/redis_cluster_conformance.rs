@@ -3,14 +3,14 @@
 //! its queue, blocking waits hold connections of their own, and cancels published on the
 //! queue's node reach the subscription on a seed node.
 //!
-//! Needs the `redis` feature: `cargo test -p mcp-tasks --features redis --test redis_cluster_conformance`.
+//! Needs the `redis` feature: `cargo test -p ferrymcp-tasks --features redis --test redis_cluster_conformance`.
 
 mod redis_harness;
 
 use std::sync::LazyLock;
 
-use mcp_tasks::backend::redis::{RedisBackend, RedisOptions};
-use test_helpers::{backend_conformance::Harness, redis::RedisCluster};
+use ferrymcp_tasks::backend::redis::{RedisBackend, RedisOptions};
+use ferrymcp_test_helpers::{backend_conformance::Harness, redis::RedisCluster};
 
 /// The cluster every case of this binary shares, each on a queue of its own (so, over the
 /// cases, on all three masters' slots).
@@ -21,4 +21,4 @@ fn harness() -> Harness<RedisBackend> {
     redis_harness::harness_on(|| CLUSTER.queue_url("cluster"), RedisOptions::default())
 }
 
-test_helpers::backend_conformance_tests!(real_clock, harness);
+ferrymcp_test_helpers::backend_conformance_tests!(real_clock, harness);

@@ -1,13 +1,13 @@
-//! The backend conformance suite (`test_helpers::backend_conformance`) against
+//! The backend conformance suite (`ferrymcp_test_helpers::backend_conformance`) against
 //! [`RedisBackend`], on a disposable `redis-server` (or `MCP_TEST_REDIS_URL`'s Redis), each
 //! case on a queue of its own, with a second connection as the peer (see `redis_harness`).
 //!
-//! Needs the `redis` feature: `cargo test -p mcp-tasks --features redis --test redis_conformance`.
+//! Needs the `redis` feature: `cargo test -p ferrymcp-tasks --features redis --test redis_conformance`.
 
 mod redis_harness;
 
-use mcp_tasks::backend::redis::{RedisBackend, RedisOptions};
-use test_helpers::{backend_conformance::Harness, redis::RedisServer};
+use ferrymcp_tasks::backend::redis::{RedisBackend, RedisOptions};
+use ferrymcp_test_helpers::{backend_conformance::Harness, redis::RedisServer};
 
 /// A harness on a fresh queue: the backend and a peer on a second connection.
 fn harness() -> Harness<RedisBackend> {
@@ -17,4 +17,4 @@ fn harness() -> Harness<RedisBackend> {
     )
 }
 
-test_helpers::backend_conformance_tests!(real_clock, harness);
+ferrymcp_test_helpers::backend_conformance_tests!(real_clock, harness);

@@ -6,15 +6,15 @@
 //! killed event subscription comes back, its change feed saying that changes may have been
 //! missed meanwhile.
 //!
-//! Needs the `redis` feature: `cargo test -p mcp-tasks --features redis --test redis_connection`.
+//! Needs the `redis` feature: `cargo test -p ferrymcp-tasks --features redis --test redis_connection`.
 
 use std::time::{Duration, Instant};
 
-use mcp_tasks::backend::{
+use ferrymcp_tasks::backend::{
     BackendError, Owner, TaskBackend, WorkerId,
     redis::{RedisBackend, RedisBackendError},
 };
-use test_helpers::redis::RedisServer;
+use ferrymcp_test_helpers::redis::RedisServer;
 
 /// A bound that only proves an operation *ends*: far above every limit under test.
 const ENDS_WITHIN: Duration = Duration::from_secs(30);
@@ -99,9 +99,9 @@ async fn a_ca_file_on_a_plain_url_or_a_missing_ca_file_is_a_bad_url() {
         plain.err()
     );
     let missing =
-        RedisBackend::connect("rediss://127.0.0.1:1/0?ca_file=/nonexistent/mcpkit-ca.pem").await;
+        RedisBackend::connect("rediss://127.0.0.1:1/0?ca_file=/nonexistent/ferrymcp-ca.pem").await;
     assert!(
-        matches!(&missing, Err(RedisBackendError::BadUrl { why, .. }) if why.contains("/nonexistent/mcpkit-ca.pem")),
+        matches!(&missing, Err(RedisBackendError::BadUrl { why, .. }) if why.contains("/nonexistent/ferrymcp-ca.pem")),
         "{:?}",
         missing.err()
     );
@@ -231,7 +231,7 @@ async fn a_killed_cancel_subscription_is_resubscribed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_change_feed_says_changes_may_have_been_missed_then_reports_again() {
-    use mcp_tasks::backend::NewTask;
+    use ferrymcp_tasks::backend::NewTask;
     let redis = RedisServer::start_local();
     let backend = RedisBackend::connect(&redis.queue_url("feed"))
         .await

@@ -2,18 +2,18 @@
 //! queueing across callers, so one caller's flood delays another's tasks by at most one run
 //! slot each; and the queue's scheduling keys hold nothing once the work is done.
 //!
-//! Needs the `redis` feature: `cargo test -p mcp-tasks --features redis --test redis_fairness`.
+//! Needs the `redis` feature: `cargo test -p ferrymcp-tasks --features redis --test redis_fairness`.
 
 mod redis_tasks;
 
 use std::time::Duration;
 
-use mcp_tasks::backend::{
+use ferrymcp_tasks::backend::{
     TaskBackend, TaskLimits, WorkerId, WriteAck,
     redis::{RedisBackend, RedisOptions},
 };
+use ferrymcp_test_helpers::redis::RedisServer;
 use serde_json::json;
-use test_helpers::redis::RedisServer;
 
 use redis_tasks::echo_task as task;
 

@@ -3,19 +3,19 @@
 //! same runs; worker writes are safe to retry; and after Redis restarts with AOF, every
 //! accepted task is still there and the work goes on (scripts reloaded, leases recovered).
 //!
-//! Needs the `redis` feature: `cargo test -p mcp-tasks --features redis --test redis_faults`.
+//! Needs the `redis` feature: `cargo test -p ferrymcp-tasks --features redis --test redis_faults`.
 
 mod redis_tasks;
 
 use std::time::{Duration, Instant};
 
-use mcp_tasks::backend::{
+use ferrymcp_tasks::backend::{
     InputRound, NewTask, Owner, TaskBackend, WorkerId, WriteAck,
     redis::{RedisBackend, RedisOptions},
 };
-use mcp_types::TaskStatus;
+use ferrymcp_test_helpers::redis::RedisServer;
+use ferrymcp_types::TaskStatus;
 use serde_json::json;
-use test_helpers::redis::RedisServer;
 
 const LEASE: Duration = Duration::from_millis(400);
 
@@ -53,7 +53,7 @@ async fn sweep_and_claim(backend: &RedisBackend, worker: &WorkerId, n: usize) ->
     claimed
 }
 
-fn note(error: &mcp_tasks::backend::BackendError) {
+fn note(error: &ferrymcp_tasks::backend::BackendError) {
     eprintln!("retrying after: {error}");
 }
 
@@ -185,7 +185,7 @@ async fn scope2_a_claim_retried_under_its_id_hands_out_the_same_runs() {
         .claim_with_id(&worker, 2, "retry-me")
         .await
         .expect("claim");
-    let leases = |runs: &[mcp_tasks::backend::Claimed]| {
+    let leases = |runs: &[ferrymcp_tasks::backend::Claimed]| {
         runs.iter().map(|run| run.lease.clone()).collect::<Vec<_>>()
     };
     assert_eq!(first.len(), 2);

@@ -2,18 +2,18 @@
 //! kept, argument and result size. A refused submission stores nothing and names its limit;
 //! other callers are unaffected; a finished or expired task frees its place.
 //!
-//! Needs the `redis` feature: `cargo test -p mcp-tasks --features redis --test redis_limits`.
+//! Needs the `redis` feature: `cargo test -p ferrymcp-tasks --features redis --test redis_limits`.
 
 mod redis_tasks;
 
 use std::time::{Duration, Instant};
 
-use mcp_tasks::backend::{
+use ferrymcp_tasks::backend::{
     BackendError, Limit, LimitExceeded, NewTask, TaskBackend, TaskLimits, WorkerId, WriteAck,
     redis::{RedisBackend, RedisOptions},
 };
+use ferrymcp_test_helpers::redis::RedisServer;
 use serde_json::json;
-use test_helpers::redis::RedisServer;
 
 fn task(caller: &str, ttl: Duration) -> NewTask {
     NewTask {
@@ -177,7 +177,7 @@ async fn a_result_over_the_limit_fails_the_task_with_an_error_naming_the_limit()
         .await
         .expect("get")
         .expect("kept");
-    assert_eq!(view.status, mcp_types::TaskStatus::Failed);
+    assert_eq!(view.status, ferrymcp_types::TaskStatus::Failed);
     assert_eq!(view.result, None, "the oversized result is not kept");
     let expected = LimitExceeded {
         limit: Limit::ResultBytes,

@@ -2,10 +2,10 @@
 //! (every policy but `noeviction`, since every task key carries a TTL) is refused at connect,
 //! with a message naming the setting to change.
 //!
-//! Needs the `redis` feature: `cargo test -p mcp-tasks --features redis --test redis_memory_policy`.
+//! Needs the `redis` feature: `cargo test -p ferrymcp-tasks --features redis --test redis_memory_policy`.
 
-use mcp_tasks::backend::redis::{RedisBackend, RedisBackendError};
-use test_helpers::redis::RedisServer;
+use ferrymcp_tasks::backend::redis::{RedisBackend, RedisBackendError};
+use ferrymcp_test_helpers::redis::RedisServer;
 
 #[tokio::test]
 async fn scope3_a_redis_that_can_evict_keys_is_refused_naming_the_setting() {

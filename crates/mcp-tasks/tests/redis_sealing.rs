@@ -5,13 +5,13 @@
 //! fields or left unsealed, fails the task instead of running it (R55). A key rotation
 //! (`new,old`) keeps older tasks readable, findable and cancellable.
 //!
-//! Needs the `redis` feature: `cargo test -p mcp-tasks --features redis --test redis_sealing`.
+//! Needs the `redis` feature: `cargo test -p ferrymcp-tasks --features redis --test redis_sealing`.
 
 use std::time::Duration;
 
 use base64::Engine as _;
-use mcp_core::auth::Principal;
-use mcp_tasks::{
+use ferrymcp_core::auth::Principal;
+use ferrymcp_tasks::{
     TaskSnapshot,
     backend::{
         CancelAck, NewTask, Owner, TaskBackend, WorkerId,
@@ -19,9 +19,9 @@ use mcp_tasks::{
     },
     sealing::{self, Sealer},
 };
-use mcp_types::TaskStatus;
+use ferrymcp_test_helpers::redis::RedisServer;
+use ferrymcp_types::TaskStatus;
 use serde_json::{Value, json};
-use test_helpers::redis::RedisServer;
 
 const KEY: [u8; 32] = [7; 32];
 const NEW_KEY: [u8; 32] = [8; 32];
@@ -61,7 +61,7 @@ fn new_task_of(principal: Principal, arguments: Value) -> NewTask {
         panic!("arguments are an object");
     };
     NewTask {
-        id: mcp_tasks::new_task_id(),
+        id: ferrymcp_tasks::new_task_id(),
         owner: owner.clone(),
         caller: owner.as_str().to_owned(),
         tool: "t".to_owned(),

@@ -2,14 +2,14 @@
 //! speaks only TLS (`rediss://`), whose certificate is signed by a CA this test process
 //! generates and the backend is told to trust (`ca_file`).
 //!
-//! Needs the `redis` feature: `cargo test -p mcp-tasks --features redis --test redis_tls_conformance`.
+//! Needs the `redis` feature: `cargo test -p ferrymcp-tasks --features redis --test redis_tls_conformance`.
 
 mod redis_harness;
 
 use std::sync::LazyLock;
 
-use mcp_tasks::backend::redis::{RedisBackend, RedisOptions};
-use test_helpers::{backend_conformance::Harness, redis::RedisServer};
+use ferrymcp_tasks::backend::redis::{RedisBackend, RedisOptions};
+use ferrymcp_test_helpers::{backend_conformance::Harness, redis::RedisServer};
 
 /// The TLS Redis every case of this binary shares, each on a queue of its own.
 static TLS_REDIS: LazyLock<RedisServer> = LazyLock::new(RedisServer::start_tls);
@@ -26,4 +26,4 @@ fn harness() -> Harness<RedisBackend> {
     redis_harness::harness_on(url, RedisOptions::default())
 }
 
-test_helpers::backend_conformance_tests!(real_clock, harness);
+ferrymcp_test_helpers::backend_conformance_tests!(real_clock, harness);

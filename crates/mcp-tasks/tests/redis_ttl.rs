@@ -2,17 +2,17 @@
 //! some left waiting for input, with their side keys), and their TTL passed, the queue's
 //! keyspace holds no task keys, and its queue, leases and counts no members.
 //!
-//! Needs the `redis` feature: `cargo test -p mcp-tasks --features redis --test redis_ttl`.
+//! Needs the `redis` feature: `cargo test -p ferrymcp-tasks --features redis --test redis_ttl`.
 
 use std::time::{Duration, Instant};
 
-use futures::StreamExt as _;
-use mcp_tasks::backend::{
+use ferrymcp_tasks::backend::{
     InputRound, NewTask, Owner, TaskBackend, TaskLimits, WorkerId,
     redis::{RedisBackend, RedisOptions},
 };
+use ferrymcp_test_helpers::redis::RedisServer;
+use futures::StreamExt as _;
 use serde_json::json;
-use test_helpers::redis::RedisServer;
 
 const TASKS: usize = 5000;
 /// Long enough to submit and end every task first (the test then waits it out).
@@ -60,7 +60,7 @@ async fn no_task_key_outlives_its_ttl() {
             let (backend, owner) = (&backend, owner.clone());
             async move {
                 let task = NewTask {
-                    id: mcp_tasks::new_task_id(),
+                    id: ferrymcp_tasks::new_task_id(),
                     owner: owner.clone(),
                     caller: owner.as_str().to_owned(),
                     tool: "t".to_owned(),

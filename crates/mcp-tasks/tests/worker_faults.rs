@@ -12,15 +12,15 @@ use std::{
 };
 
 use async_trait::async_trait;
-use mcp_core::{Server, ToolDef};
-use mcp_tasks::{
+use ferrymcp_core::{Server, ToolDef};
+use ferrymcp_tasks::{
     Worker,
     backend::{
         BackendError, CancelAck, Claimed, InputRound, Lease, LeaseState, NewTask, Owner,
         TaskBackend, TaskView, UpdateAck, WorkerEvent, WorkerId, WriteAck, memory::MemoryBackend,
     },
 };
-use mcp_types::{InputResponses, TaskStatus};
+use ferrymcp_types::{InputResponses, TaskStatus};
 use serde_json::Value;
 use tokio::{
     sync::{Notify, broadcast, mpsc},
@@ -215,7 +215,7 @@ fn worker(server: Server, backend: &Arc<Faulty>) -> Worker {
 
 async fn queued(backend: &Faulty) -> String {
     let owner = Owner::of(None);
-    let id = mcp_tasks::new_task_id();
+    let id = ferrymcp_tasks::new_task_id();
     backend
         .inner
         .submit(NewTask {

@@ -4,12 +4,12 @@
 
 use std::{sync::Arc, time::Duration};
 
-use mcp_core::{Server, ToolDef};
-use mcp_tasks::{
+use ferrymcp_core::{Server, ToolDef};
+use ferrymcp_tasks::{
     Worker,
     backend::{NewTask, Owner, TaskBackend, memory::MemoryBackend},
 };
-use mcp_types::TaskStatus;
+use ferrymcp_types::TaskStatus;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -34,7 +34,7 @@ fn gated_server(started: Arc<Notify>, gate: Arc<Notify>) -> Server {
 
 async fn queued(backend: &MemoryBackend) -> String {
     let owner = Owner::of(None);
-    let id = mcp_tasks::new_task_id();
+    let id = ferrymcp_tasks::new_task_id();
     backend
         .submit(NewTask {
             id: id.clone(),
@@ -101,7 +101,7 @@ async fn shutdown_stops_claiming_and_lets_runs_in_flight_finish() {
     assert_eq!(status(&backend, &first).await, TaskStatus::Completed);
     assert_eq!(status(&backend, &second).await, TaskStatus::Working);
     let left = backend
-        .claim(&mcp_tasks::backend::WorkerId::new(), 8, Duration::ZERO)
+        .claim(&ferrymcp_tasks::backend::WorkerId::new(), 8, Duration::ZERO)
         .await
         .expect("claim");
     assert_eq!(

@@ -1,7 +1,7 @@
 //! JSON-RPC error codes the framework answers with.
 //!
 //! ```
-//! assert_eq!(mcp_types::codes::MISSING_REQUIRED_CLIENT_CAPABILITY, -32021);
+//! assert_eq!(ferrymcp_types::codes::MISSING_REQUIRED_CLIENT_CAPABILITY, -32021);
 //! ```
 
 /// Invalid JSON was received (`-32700`).

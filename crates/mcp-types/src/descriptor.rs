@@ -18,7 +18,7 @@ use crate::{TaskSupport, ToolExecution, meta};
 /// [`meta::EXECUTION`], and converting back moves it out again.
 ///
 /// ```
-/// use mcp_types::{TaskSupport, Tool, ToolDescriptor};
+/// use ferrymcp_types::{TaskSupport, Tool, ToolDescriptor};
 ///
 /// let wire = serde_json::json!({
 ///     "name": "t",
@@ -46,7 +46,7 @@ impl ToolDescriptor {
     /// A descriptor with no `execution`.
     ///
     /// ```
-    /// let d = mcp_types::ToolDescriptor::new(mcp_types::Tool::default());
+    /// let d = ferrymcp_types::ToolDescriptor::new(ferrymcp_types::Tool::default());
     /// assert!(d.execution.is_none());
     /// ```
     pub fn new(tool: Tool) -> Self {
@@ -60,7 +60,7 @@ impl ToolDescriptor {
     /// matching FastMCP's listing (forbidden means no `execution` at all).
     ///
     /// ```
-    /// use mcp_types::{TaskSupport, Tool, ToolDescriptor};
+    /// use ferrymcp_types::{TaskSupport, Tool, ToolDescriptor};
     /// let d = ToolDescriptor::new(Tool::default()).with_task_support(TaskSupport::Forbidden);
     /// assert!(d.execution.is_none());
     /// ```
@@ -86,8 +86,8 @@ impl ToolDescriptor {
     /// The declared task mode; no `execution` means [`TaskSupport::Forbidden`].
     ///
     /// ```
-    /// let d = mcp_types::ToolDescriptor::new(mcp_types::Tool::default());
-    /// assert_eq!(d.task_support(), mcp_types::TaskSupport::Forbidden);
+    /// let d = ferrymcp_types::ToolDescriptor::new(ferrymcp_types::Tool::default());
+    /// assert_eq!(d.task_support(), ferrymcp_types::TaskSupport::Forbidden);
     /// ```
     pub fn task_support(&self) -> TaskSupport {
         self.execution
@@ -99,7 +99,7 @@ impl ToolDescriptor {
     /// The tool's name.
     ///
     /// ```
-    /// let d = mcp_types::ToolDescriptor::new(mcp_types::Tool::new("t", "", serde_json::Map::new()));
+    /// let d = ferrymcp_types::ToolDescriptor::new(ferrymcp_types::Tool::new("t", "", serde_json::Map::new()));
     /// assert_eq!(d.name(), "t");
     /// ```
     pub fn name(&self) -> &str {
@@ -109,7 +109,7 @@ impl ToolDescriptor {
     /// The input schema.
     ///
     /// ```
-    /// let d = mcp_types::ToolDescriptor::new(mcp_types::Tool::default());
+    /// let d = ferrymcp_types::ToolDescriptor::new(ferrymcp_types::Tool::default());
     /// assert!(d.input_schema().is_empty());
     /// ```
     pub fn input_schema(&self) -> &Arc<JsonObject> {

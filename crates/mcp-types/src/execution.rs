@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 /// | `Required` | task | `-32021` |
 ///
 /// ```
-/// use mcp_types::TaskSupport;
+/// use ferrymcp_types::TaskSupport;
 /// assert_eq!(serde_json::to_string(&TaskSupport::Optional).unwrap(), "\"optional\"");
 /// assert_eq!(TaskSupport::default(), TaskSupport::Forbidden);
 /// ```
@@ -36,7 +36,7 @@ impl TaskSupport {
     /// The wire string: `"forbidden"`, `"optional"` or `"required"`.
     ///
     /// ```
-    /// assert_eq!(mcp_types::TaskSupport::Required.as_str(), "required");
+    /// assert_eq!(ferrymcp_types::TaskSupport::Required.as_str(), "required");
     /// ```
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -49,7 +49,7 @@ impl TaskSupport {
     /// Whether a task may be created in this mode (`Optional` or `Required`).
     ///
     /// ```
-    /// assert!(!mcp_types::TaskSupport::Forbidden.allows_tasks());
+    /// assert!(!ferrymcp_types::TaskSupport::Forbidden.allows_tasks());
     /// ```
     pub const fn allows_tasks(self) -> bool {
         !matches!(self, TaskSupport::Forbidden)
@@ -65,7 +65,7 @@ impl std::fmt::Display for TaskSupport {
 /// The `execution` object of a tool listing.
 ///
 /// ```
-/// use mcp_types::{TaskSupport, ToolExecution};
+/// use ferrymcp_types::{TaskSupport, ToolExecution};
 /// let e: ToolExecution = serde_json::from_str(r#"{"taskSupport":"required"}"#).unwrap();
 /// assert_eq!(e.task_support, Some(TaskSupport::Required));
 /// ```
@@ -84,7 +84,7 @@ impl ToolExecution {
     /// An `execution` object declaring `task_support`.
     ///
     /// ```
-    /// use mcp_types::{TaskSupport, ToolExecution};
+    /// use ferrymcp_types::{TaskSupport, ToolExecution};
     /// assert_eq!(ToolExecution::new(TaskSupport::Optional).effective_task_support(), TaskSupport::Optional);
     /// ```
     pub fn new(task_support: TaskSupport) -> Self {
@@ -97,7 +97,7 @@ impl ToolExecution {
     /// The declared mode, with absent meaning [`TaskSupport::Forbidden`].
     ///
     /// ```
-    /// assert_eq!(mcp_types::ToolExecution::default().effective_task_support(), mcp_types::TaskSupport::Forbidden);
+    /// assert_eq!(ferrymcp_types::ToolExecution::default().effective_task_support(), ferrymcp_types::TaskSupport::Forbidden);
     /// ```
     pub fn effective_task_support(&self) -> TaskSupport {
         self.task_support.unwrap_or_default()

@@ -1,6 +1,6 @@
 //! The MCP wire, in one crate.
 //!
-//! `mcp-types` re-exports all of [`rmcp::model`] at its root, so downstream code names a
+//! `ferrymcp-types` re-exports all of [`rmcp::model`] at its root, so downstream code names a
 //! single crate for every protocol type (`Tool`, `CallToolResult`, `ErrorData`, the SEP-2663
 //! task types, ...), and adds the few things rmcp 3.11 does not model:
 //!
@@ -15,7 +15,7 @@
 //! This crate does no I/O and does not depend on tokio.
 //!
 //! ```
-//! use mcp_types::{TaskSupport, Tool, ToolDescriptor, ToolExecution};
+//! use ferrymcp_types::{TaskSupport, Tool, ToolDescriptor, ToolExecution};
 //!
 //! let tool = Tool::new("multiply", "Multiplies two numbers", serde_json::Map::new());
 //! let listed = ToolDescriptor::new(tool).with_task_support(TaskSupport::Optional);

@@ -1,7 +1,7 @@
 //! `_meta` keys the framework reads and writes.
 //!
 //! ```
-//! assert_eq!(mcp_types::meta::CLIENT_CAPABILITIES, "io.modelcontextprotocol/clientCapabilities");
+//! assert_eq!(ferrymcp_types::meta::CLIENT_CAPABILITIES, "io.modelcontextprotocol/clientCapabilities");
 //! ```
 
 /// Per-request client capabilities (2026-07-28): `{"extensions": {id: settings}}` opts in.
@@ -23,4 +23,4 @@ pub const WRAP_RESULT: &str = "wrap_result";
 pub const WRAP_RESULT_SCHEMA_KEYWORD: &str = "x-fastmcp-wrap-result";
 /// Where [`ToolDescriptor`](crate::ToolDescriptor) keeps `execution` when converted to rmcp's
 /// `Tool`, which has no field for it; converting back restores it.
-pub const EXECUTION: &str = "io.mcpkit/execution";
+pub const EXECUTION: &str = "io.ferrymcp/execution";

@@ -18,12 +18,12 @@
 //! [`AuthServer::counters`] counts the JWKS and introspection requests.
 //!
 //! The packages come from `bash .ci/setup`, which installs them into `target/auth-server`
-//! (`MCPKIT_AUTH_SERVER_DIR` names another folder). Without `node` or without them, starting
+//! (`FERRYMCP_AUTH_SERVER_DIR` names another folder). Without `node` or without them, starting
 //! **fails** with a message saying so: the auth suites never skip.
 //!
 //! ```no_run
 //! # async fn run() {
-//! use test_helpers::auth_server::{AuthServer, jwt_parts};
+//! use ferrymcp_test_helpers::auth_server::{AuthServer, jwt_parts};
 //! let auth = AuthServer::start().await;
 //! let token = auth.token("client-a", "http://127.0.0.1:1/mcp", "read").await;
 //! let (_header, claims) = jwt_parts(&token).unwrap();
@@ -47,61 +47,61 @@ use serde_json::{Value, json};
 /// A client that gets JWT access tokens.
 ///
 /// ```
-/// assert_eq!(test_helpers::auth_server::CLIENT_A, "client-a");
+/// assert_eq!(ferrymcp_test_helpers::auth_server::CLIENT_A, "client-a");
 /// ```
 pub const CLIENT_A: &str = "client-a";
 /// [`CLIENT_A`]'s secret.
 ///
 /// ```
-/// assert_eq!(test_helpers::auth_server::SECRET_A, "secret-a");
+/// assert_eq!(ferrymcp_test_helpers::auth_server::SECRET_A, "secret-a");
 /// ```
 pub const SECRET_A: &str = "secret-a";
 /// A second client that gets JWT access tokens (another principal than [`CLIENT_A`]).
 ///
 /// ```
-/// assert_eq!(test_helpers::auth_server::CLIENT_B, "client-b");
+/// assert_eq!(ferrymcp_test_helpers::auth_server::CLIENT_B, "client-b");
 /// ```
 pub const CLIENT_B: &str = "client-b";
 /// [`CLIENT_B`]'s secret.
 ///
 /// ```
-/// assert_eq!(test_helpers::auth_server::SECRET_B, "secret-b");
+/// assert_eq!(ferrymcp_test_helpers::auth_server::SECRET_B, "secret-b");
 /// ```
 pub const SECRET_B: &str = "secret-b";
 /// A client that gets opaque access tokens (for introspection).
 ///
 /// ```
-/// assert_eq!(test_helpers::auth_server::OPAQUE_A, "opaque-a");
+/// assert_eq!(ferrymcp_test_helpers::auth_server::OPAQUE_A, "opaque-a");
 /// ```
 pub const OPAQUE_A: &str = "opaque-a";
 /// [`OPAQUE_A`]'s secret.
 ///
 /// ```
-/// assert_eq!(test_helpers::auth_server::OPAQUE_SECRET_A, "opaque-secret-a");
+/// assert_eq!(ferrymcp_test_helpers::auth_server::OPAQUE_SECRET_A, "opaque-secret-a");
 /// ```
 pub const OPAQUE_SECRET_A: &str = "opaque-secret-a";
 /// A second client that gets opaque access tokens.
 ///
 /// ```
-/// assert_eq!(test_helpers::auth_server::OPAQUE_B, "opaque-b");
+/// assert_eq!(ferrymcp_test_helpers::auth_server::OPAQUE_B, "opaque-b");
 /// ```
 pub const OPAQUE_B: &str = "opaque-b";
 /// [`OPAQUE_B`]'s secret.
 ///
 /// ```
-/// assert_eq!(test_helpers::auth_server::OPAQUE_SECRET_B, "opaque-secret-b");
+/// assert_eq!(ferrymcp_test_helpers::auth_server::OPAQUE_SECRET_B, "opaque-secret-b");
 /// ```
 pub const OPAQUE_SECRET_B: &str = "opaque-secret-b";
 /// The resource server's client: it may introspect any token.
 ///
 /// ```
-/// assert_eq!(test_helpers::auth_server::RS_CLIENT, "rs");
+/// assert_eq!(ferrymcp_test_helpers::auth_server::RS_CLIENT, "rs");
 /// ```
 pub const RS_CLIENT: &str = "rs";
 /// [`RS_CLIENT`]'s secret.
 ///
 /// ```
-/// assert_eq!(test_helpers::auth_server::RS_SECRET, "rs-secret");
+/// assert_eq!(ferrymcp_test_helpers::auth_server::RS_SECRET, "rs-secret");
 /// ```
 pub const RS_SECRET: &str = "rs-secret";
 
@@ -109,7 +109,7 @@ pub const RS_SECRET: &str = "rs-secret";
 /// exchange, with `client_secret_basic` or `client_secret_post`.
 ///
 /// ```
-/// use test_helpers::auth_server::CLIENTS;
+/// use ferrymcp_test_helpers::auth_server::CLIENTS;
 /// assert!(CLIENTS.contains(&("opaque-b", "opaque-secret-b")));
 /// ```
 pub const CLIENTS: &[(&str, &str)] = &[
@@ -123,7 +123,7 @@ pub const CLIENTS: &[(&str, &str)] = &[
 /// The scopes any client may ask for (an empty scope is fine too).
 ///
 /// ```
-/// assert!(test_helpers::auth_server::SCOPES.contains(&"files:read"));
+/// assert!(ferrymcp_test_helpers::auth_server::SCOPES.contains(&"files:read"));
 /// ```
 pub const SCOPES: &[&str] = &[
     "read",
@@ -138,45 +138,45 @@ pub const SCOPES: &[&str] = &[
 /// The lifetime of the access tokens the server issues, in seconds.
 ///
 /// ```
-/// assert_eq!(test_helpers::auth_server::ACCESS_TOKEN_TTL_SECS, 300);
+/// assert_eq!(ferrymcp_test_helpers::auth_server::ACCESS_TOKEN_TTL_SECS, 300);
 /// ```
 pub const ACCESS_TOKEN_TTL_SECS: u64 = 300;
 
 /// The RFC 8693 token type of an access token (`subject_token_type`, `issued_token_type`).
 ///
 /// ```
-/// assert!(test_helpers::auth_server::ACCESS_TOKEN_TYPE.ends_with(":access_token"));
+/// assert!(ferrymcp_test_helpers::auth_server::ACCESS_TOKEN_TYPE.ends_with(":access_token"));
 /// ```
 pub const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
 
 /// The RFC 8693 grant type.
 ///
 /// ```
-/// assert!(test_helpers::auth_server::TOKEN_EXCHANGE_GRANT.ends_with(":token-exchange"));
+/// assert!(ferrymcp_test_helpers::auth_server::TOKEN_EXCHANGE_GRANT.ends_with(":token-exchange"));
 /// ```
 pub const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 
 /// How long [`AuthServer::start`] waits for the server's readiness line.
 ///
 /// ```
-/// assert_eq!(test_helpers::auth_server::READY_TIMEOUT.as_secs(), 30);
+/// assert_eq!(ferrymcp_test_helpers::auth_server::READY_TIMEOUT.as_secs(), 30);
 /// ```
 pub const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How to get the server, for failure messages.
 ///
 /// ```
-/// assert!(test_helpers::auth_server::HOW_TO_GET_IT.contains("bash .ci/setup"));
+/// assert!(ferrymcp_test_helpers::auth_server::HOW_TO_GET_IT.contains("bash .ci/setup"));
 /// ```
 pub const HOW_TO_GET_IT: &str = "the auth suites need Node.js (20 or newer, `node` on PATH) and \
      npm's oidc-provider as .ci/auth-server/package-lock.json pins it, installed by \
-     `bash .ci/setup` into target/auth-server (or MCPKIT_AUTH_SERVER_DIR). These tests never skip.";
+     `bash .ci/setup` into target/auth-server (or FERRYMCP_AUTH_SERVER_DIR). These tests never skip.";
 
 /// The secret of one of [`CLIENTS`], if `client` is one.
 ///
 /// ```
-/// assert_eq!(test_helpers::auth_server::secret_of("client-b"), Some("secret-b"));
-/// assert_eq!(test_helpers::auth_server::secret_of("nobody"), None);
+/// assert_eq!(ferrymcp_test_helpers::auth_server::secret_of("client-b"), Some("secret-b"));
+/// assert_eq!(ferrymcp_test_helpers::auth_server::secret_of("nobody"), None);
 /// ```
 pub fn secret_of(client: &str) -> Option<&'static str> {
     CLIENTS
@@ -189,7 +189,7 @@ pub fn secret_of(client: &str) -> Option<&'static str> {
 /// not show the token.
 ///
 /// ```no_run
-/// # async fn run(auth: test_helpers::auth_server::AuthServer) {
+/// # async fn run(auth: ferrymcp_test_helpers::auth_server::AuthServer) {
 /// let answer = auth
 ///     .client_credentials("client-a", "secret-a", Some("http://127.0.0.1:1/mcp"), "read write")
 ///     .await
@@ -242,7 +242,7 @@ impl TokenResponse {
 /// How often the server was asked for its keys and for introspection, since it started.
 ///
 /// ```no_run
-/// # async fn run(auth: test_helpers::auth_server::AuthServer) {
+/// # async fn run(auth: ferrymcp_test_helpers::auth_server::AuthServer) {
 /// let before = auth.counters().await;
 /// // ... a resource server verifies a token ...
 /// let after = auth.counters().await;
@@ -262,7 +262,7 @@ pub struct Counters {
 ///
 /// ```no_run
 /// # async fn run() {
-/// let auth = test_helpers::auth_server::AuthServer::start().await;
+/// let auth = ferrymcp_test_helpers::auth_server::AuthServer::start().await;
 /// assert!(auth.issuer().starts_with("http://127.0.0.1:"));
 /// drop(auth); // stops the server
 /// # }
@@ -293,7 +293,7 @@ fn workspace_root() -> PathBuf {
 }
 
 fn installed_dir() -> PathBuf {
-    match std::env::var_os("MCPKIT_AUTH_SERVER_DIR") {
+    match std::env::var_os("FERRYMCP_AUTH_SERVER_DIR") {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),
         _ => workspace_root().join("target").join("auth-server"),
     }
@@ -307,7 +307,7 @@ impl AuthServer {
     ///
     /// ```no_run
     /// # async fn run() {
-    /// let auth = test_helpers::auth_server::AuthServer::start().await;
+    /// let auth = ferrymcp_test_helpers::auth_server::AuthServer::start().await;
     /// # drop(auth);
     /// # }
     /// ```
@@ -316,11 +316,11 @@ impl AuthServer {
     }
 
     /// Like [`start`](Self::start), with the packages that `.ci/setup` installs taken from
-    /// `dir` instead of `MCPKIT_AUTH_SERVER_DIR` or `target/auth-server`.
+    /// `dir` instead of `FERRYMCP_AUTH_SERVER_DIR` or `target/auth-server`.
     ///
     /// ```no_run
     /// # async fn run() {
-    /// let auth = test_helpers::auth_server::AuthServer::start_from("/opt/auth-server").await;
+    /// let auth = ferrymcp_test_helpers::auth_server::AuthServer::start_from("/opt/auth-server").await;
     /// # drop(auth);
     /// # }
     /// ```
@@ -338,7 +338,7 @@ impl AuthServer {
     /// Panics like [`start`](Self::start).
     ///
     /// ```no_run
-    /// let auth = test_helpers::auth_server::AuthServer::shared();
+    /// let auth = ferrymcp_test_helpers::auth_server::AuthServer::shared();
     /// assert!(auth.issuer().starts_with("http://127.0.0.1:"));
     /// ```
     pub fn shared() -> &'static AuthServer {
@@ -373,8 +373,8 @@ impl AuthServer {
         let mut child = Command::new("node")
             .arg(&script)
             .env("PORT", "0")
-            .env("MCPKIT_AUTH_SERVER_DIR", &dir)
-            .env("MCPKIT_AUTH_SERVER_EXIT_WITH_STDIN", "1")
+            .env("FERRYMCP_AUTH_SERVER_DIR", &dir)
+            .env("FERRYMCP_AUTH_SERVER_EXIT_WITH_STDIN", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -460,7 +460,7 @@ impl AuthServer {
     /// discovery document say.
     ///
     /// ```no_run
-    /// # fn run(auth: &test_helpers::auth_server::AuthServer) {
+    /// # fn run(auth: &ferrymcp_test_helpers::auth_server::AuthServer) {
     /// assert!(!auth.issuer().ends_with('/'));
     /// # }
     /// ```
@@ -472,7 +472,7 @@ impl AuthServer {
     /// RFC 8414 `/.well-known/oauth-authorization-server` answers the same).
     ///
     /// ```no_run
-    /// # fn run(auth: &test_helpers::auth_server::AuthServer) {
+    /// # fn run(auth: &ferrymcp_test_helpers::auth_server::AuthServer) {
     /// assert!(auth.discovery_url().ends_with("/.well-known/openid-configuration"));
     /// # }
     /// ```
@@ -483,7 +483,7 @@ impl AuthServer {
     /// The JWKS URI (the discovery document's `jwks_uri`).
     ///
     /// ```no_run
-    /// # fn run(auth: &test_helpers::auth_server::AuthServer) {
+    /// # fn run(auth: &ferrymcp_test_helpers::auth_server::AuthServer) {
     /// assert!(auth.jwks_uri().ends_with("/jwks"));
     /// # }
     /// ```
@@ -494,7 +494,7 @@ impl AuthServer {
     /// The token endpoint.
     ///
     /// ```no_run
-    /// # fn run(auth: &test_helpers::auth_server::AuthServer) {
+    /// # fn run(auth: &ferrymcp_test_helpers::auth_server::AuthServer) {
     /// assert!(auth.token_endpoint().ends_with("/token"));
     /// # }
     /// ```
@@ -505,7 +505,7 @@ impl AuthServer {
     /// The RFC 7662 introspection endpoint.
     ///
     /// ```no_run
-    /// # fn run(auth: &test_helpers::auth_server::AuthServer) {
+    /// # fn run(auth: &ferrymcp_test_helpers::auth_server::AuthServer) {
     /// assert!(auth.introspection_endpoint().ends_with("/token/introspection"));
     /// # }
     /// ```
@@ -517,7 +517,7 @@ impl AuthServer {
     /// failure messages.
     ///
     /// ```no_run
-    /// # fn run(auth: &test_helpers::auth_server::AuthServer) {
+    /// # fn run(auth: &ferrymcp_test_helpers::auth_server::AuthServer) {
     /// eprintln!("{}", auth.stderr_tail());
     /// # }
     /// ```
@@ -561,7 +561,7 @@ impl AuthServer {
     /// `400 Bad Request: {"error":"invalid_target",...}`.
     ///
     /// ```no_run
-    /// # async fn run(auth: test_helpers::auth_server::AuthServer) {
+    /// # async fn run(auth: ferrymcp_test_helpers::auth_server::AuthServer) {
     /// let refused = auth
     ///     .client_credentials("client-a", "secret-a", Some("https://example.com/"), "read")
     ///     .await
@@ -591,7 +591,7 @@ impl AuthServer {
     /// answer on failure.
     ///
     /// ```no_run
-    /// # async fn run(auth: test_helpers::auth_server::AuthServer) {
+    /// # async fn run(auth: ferrymcp_test_helpers::auth_server::AuthServer) {
     /// let token = auth.token("client-b", "http://127.0.0.1:8080/mcp", "read child").await;
     /// # drop(token);
     /// # }
@@ -615,7 +615,7 @@ impl AuthServer {
     /// Panics with the server's answer on failure, and when `client` gets JWTs instead.
     ///
     /// ```no_run
-    /// # async fn run(auth: test_helpers::auth_server::AuthServer) {
+    /// # async fn run(auth: ferrymcp_test_helpers::auth_server::AuthServer) {
     /// let token = auth.opaque_token("opaque-a", "http://127.0.0.1:8080/mcp", "read").await;
     /// assert_eq!(token.matches('.').count(), 0);
     /// # }
@@ -636,7 +636,7 @@ impl AuthServer {
     /// token).
     ///
     /// ```no_run
-    /// # async fn run(auth: test_helpers::auth_server::AuthServer) {
+    /// # async fn run(auth: ferrymcp_test_helpers::auth_server::AuthServer) {
     /// let caller = auth.token("client-a", "http://127.0.0.1:1/mcp", "read write").await;
     /// let upstream = auth
     ///     .exchange("client-b", "secret-b", &caller, "http://127.0.0.1:2/mcp", "read")
@@ -671,7 +671,7 @@ impl AuthServer {
     /// verification). Panics when the server cannot be reached.
     ///
     /// ```no_run
-    /// # async fn run(auth: test_helpers::auth_server::AuthServer) {
+    /// # async fn run(auth: ferrymcp_test_helpers::auth_server::AuthServer) {
     /// let token = auth.opaque_token("opaque-a", "http://127.0.0.1:1/mcp", "read").await;
     /// let answer = auth.introspect(&token).await;
     /// assert_eq!(answer["active"], true);
@@ -699,7 +699,7 @@ impl AuthServer {
     /// empty signature. Panics on failure.
     ///
     /// ```no_run
-    /// # async fn run(auth: test_helpers::auth_server::AuthServer) {
+    /// # async fn run(auth: ferrymcp_test_helpers::auth_server::AuthServer) {
     /// use serde_json::json;
     /// let expired = auth
     ///     .mint(
@@ -733,8 +733,8 @@ impl AuthServer {
     /// a second call panics.
     ///
     /// ```no_run
-    /// # async fn run(auth: test_helpers::auth_server::AuthServer) {
-    /// use test_helpers::auth_server::jwt_parts;
+    /// # async fn run(auth: ferrymcp_test_helpers::auth_server::AuthServer) {
+    /// use ferrymcp_test_helpers::auth_server::jwt_parts;
     /// let kid = auth.rotate_key().await;
     /// let token = auth.token("client-a", "http://127.0.0.1:1/mcp", "read").await;
     /// assert_eq!(jwt_parts(&token).unwrap().0["kid"], kid.as_str());
@@ -760,7 +760,7 @@ impl AuthServer {
     /// The server's request counters: GETs of the JWKS and introspection requests so far.
     ///
     /// ```no_run
-    /// # async fn run(auth: test_helpers::auth_server::AuthServer) {
+    /// # async fn run(auth: ferrymcp_test_helpers::auth_server::AuthServer) {
     /// let counters = auth.counters().await;
     /// assert_eq!(counters.introspection, 0);
     /// # }
@@ -804,7 +804,7 @@ impl Drop for AuthServer {
 /// says what is not a JWT about `token` (an opaque token, say).
 ///
 /// ```
-/// use test_helpers::auth_server::jwt_parts;
+/// use ferrymcp_test_helpers::auth_server::jwt_parts;
 /// // {"alg":"none"} . {"sub":"x"} . (no signature)
 /// let (header, claims) = jwt_parts("eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.").unwrap();
 /// assert_eq!(header["alg"], "none");

@@ -1,6 +1,6 @@
 //! A conformance suite for [`TaskBackend`] implementations: every backend (the embedded
-//! [`MemoryBackend`](mcp_tasks::backend::memory::MemoryBackend), a Redis backend, yours) must
-//! pass the same cases, which pin down the contract of `mcp_tasks::backend`: visibility on
+//! [`MemoryBackend`](ferrymcp_tasks::backend::memory::MemoryBackend), a Redis backend, yours) must
+//! pass the same cases, which pin down the contract of `ferrymcp_tasks::backend`: visibility on
 //! submit and release, owner scoping, claims and their leases and fences, input rounds,
 //! cancellation, TTLs and the races between them.
 //!
@@ -22,14 +22,14 @@
 //! ```no_run
 //! // tests/conformance.rs of a backend crate
 //! use std::time::Duration;
-//! use test_helpers::backend_conformance::Harness;
-//! # mod my_backend { pub use mcp_tasks::backend::memory::MemoryBackend as RedisBackend; }
+//! use ferrymcp_test_helpers::backend_conformance::Harness;
+//! # mod my_backend { pub use ferrymcp_tasks::backend::memory::MemoryBackend as RedisBackend; }
 //! use my_backend::RedisBackend;
 //!
 //! const LEASE: Duration = Duration::from_millis(300);
 //!
 //! // A backend on its own clock: every case runs on tokio's real clock.
-//! test_helpers::backend_conformance_tests!(real_clock, || {
+//! ferrymcp_test_helpers::backend_conformance_tests!(real_clock, || {
 //!     Harness::new(RedisBackend::with_lease(LEASE), LEASE)
 //! });
 //!
@@ -37,7 +37,7 @@
 //! #[tokio::test]
 //! async fn claim_respects_max() {
 //!     let harness = Harness::new(RedisBackend::with_lease(LEASE), LEASE);
-//!     test_helpers::backend_conformance::claim_respects_max(&harness).await;
+//!     ferrymcp_test_helpers::backend_conformance::claim_respects_max(&harness).await;
 //! }
 //! # fn main() {}
 //! ```
@@ -55,16 +55,16 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use futures::FutureExt as _;
-use mcp_core::{
+use ferrymcp_core::{
     auth::Principal,
     types::{InputResponses, JsonObject, TaskStatus},
 };
-use mcp_tasks::backend::{
+use ferrymcp_tasks::backend::{
     BackendError, CancelAck, Claimed, InputRound, LIMIT_CODE, Lease, LeaseState, Limit,
     LimitExceeded, NewTask, Owner, TaskBackend, TaskLimits, TaskView, UpdateAck, WorkerEvent,
     WorkerId, WriteAck,
 };
+use futures::FutureExt as _;
 use serde_json::{Value, json};
 use tokio::{
     sync::{Barrier, broadcast, mpsc, oneshot},
@@ -75,8 +75,8 @@ use tokio::{
 ///
 /// ```
 /// use std::time::Duration;
-/// use mcp_tasks::backend::memory::MemoryBackend;
-/// use test_helpers::backend_conformance::Harness;
+/// use ferrymcp_tasks::backend::memory::MemoryBackend;
+/// use ferrymcp_test_helpers::backend_conformance::Harness;
 ///
 /// let lease = Duration::from_secs(30);
 /// let harness = Harness::new(MemoryBackend::with_lease(lease), lease).on_paused_clock();
@@ -123,8 +123,8 @@ impl<B> Harness<B> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use mcp_tasks::backend::memory::MemoryBackend;
-    /// use test_helpers::backend_conformance::Harness;
+    /// use ferrymcp_tasks::backend::memory::MemoryBackend;
+    /// use ferrymcp_test_helpers::backend_conformance::Harness;
     ///
     /// let lease = Duration::from_secs(30);
     /// let harness = Harness::new(MemoryBackend::with_lease(lease), lease)
@@ -206,8 +206,8 @@ pub const LOST_WORKER_MESSAGE: &str = "the worker running this task was lost";
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use mcp_tasks::backend::memory::MemoryBackend;
-/// use test_helpers::backend_conformance::{Harness, run_all};
+/// use ferrymcp_tasks::backend::memory::MemoryBackend;
+/// use ferrymcp_test_helpers::backend_conformance::{Harness, run_all};
 ///
 /// #[tokio::test(start_paused = true)]
 /// async fn memory_backend_conforms() {
@@ -348,11 +348,11 @@ macro_rules! __backend_conformance_run_all {
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use mcp_tasks::backend::memory::MemoryBackend;
-/// use test_helpers::backend_conformance::Harness;
+/// use ferrymcp_tasks::backend::memory::MemoryBackend;
+/// use ferrymcp_test_helpers::backend_conformance::Harness;
 ///
 /// const LEASE: Duration = Duration::from_secs(30);
-/// test_helpers::backend_conformance_tests!(|| {
+/// ferrymcp_test_helpers::backend_conformance_tests!(|| {
 ///     Harness::new(MemoryBackend::with_lease(LEASE), LEASE).on_paused_clock()
 /// });
 /// # fn main() {}
@@ -377,7 +377,7 @@ macro_rules! __backend_conformance_tests {
         race: [$($race:ident),* $(,)?],
         clock: [$($timed:ident),* $(,)?] $(,)?
     ) => {
-        /// The backend conformance suite (`test_helpers::backend_conformance`).
+        /// The backend conformance suite (`ferrymcp_test_helpers::backend_conformance`).
         #[allow(unused_imports)]
         mod conformance {
             use super::*;
@@ -468,7 +468,7 @@ fn object(value: Value) -> JsonObject {
 /// A task of `owner` with a long TTL, a 1.5 s poll interval and `max_attempts`.
 fn new_task<B>(h: &Harness<B>, owner: &Owner, max_attempts: u32) -> NewTask {
     NewTask {
-        id: mcp_tasks::new_task_id(),
+        id: ferrymcp_tasks::new_task_id(),
         owner: owner.clone(),
         caller: owner.as_str().to_owned(),
         tool: TOOL.to_owned(),
@@ -1308,7 +1308,7 @@ pub async fn writes_with_a_stale_lease_are_lost<B: TaskBackend>(h: &Harness<B>) 
 pub async fn writes_on_a_missing_task_are_gone<B: TaskBackend>(h: &Harness<B>) {
     let owner = anon();
     let lease = Lease {
-        task: mcp_tasks::new_task_id(),
+        task: ferrymcp_tasks::new_task_id(),
         worker: WorkerId::new(),
         fence: 1,
     };
@@ -1998,7 +1998,7 @@ pub async fn a_run_handed_back_follows_the_lost_worker_policy_at_once<B: TaskBac
     let ended = h.backend.hand_back(&again.lease).await.expect("hand_back");
     assert_eq!(ended, WriteAck::Terminal);
     let missing = Lease {
-        task: mcp_tasks::new_task_id(),
+        task: ferrymcp_tasks::new_task_id(),
         ..again.lease.clone()
     };
     let gone = h.backend.hand_back(&missing).await.expect("hand_back");
@@ -2226,7 +2226,7 @@ pub async fn changes_report_a_lost_worker<B: TaskBackend>(h: &Harness<B>) {
 // Limits and fairness
 
 /// An anonymous task submitted by the client that declared `name` (its caller key is
-/// `anon:<name>`, as `mcp_tasks::backend::caller_key` makes it).
+/// `anon:<name>`, as `ferrymcp_tasks::backend::caller_key` makes it).
 fn task_of<B>(h: &Harness<B>, name: &str) -> NewTask {
     let mut task = new_task(h, &anon(), 1);
     task.caller = format!("anon:{name}");

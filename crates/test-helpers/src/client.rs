@@ -1,7 +1,7 @@
 //! rmcp clients for tests, in either protocol era, and a client/server pair over an
 //! in-memory duplex that drives the real wire without ports or processes.
 
-use mcp_core::Server;
+use ferrymcp_core::Server;
 use rmcp::{
     RoleClient, ServiceExt as _,
     model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion},
@@ -32,7 +32,7 @@ pub type TestClient = RunningService<RoleClient, ClientConfig>;
 /// `_meta` (the per-request opt-in).
 ///
 /// ```
-/// let config = test_helpers::client::client_config(true);
+/// let config = ferrymcp_test_helpers::client::client_config(true);
 /// assert!(config.capabilities.extensions.is_some());
 /// ```
 pub fn client_config(tasks: bool) -> ClientConfig {
@@ -48,7 +48,7 @@ pub fn client_config(tasks: bool) -> ClientConfig {
 ///
 /// ```no_run
 /// # async fn demo(transport: tokio::io::DuplexStream) {
-/// use test_helpers::client::{Lifecycle, RecordingClient, connect_with};
+/// use ferrymcp_test_helpers::client::{Lifecycle, RecordingClient, connect_with};
 /// let (handler, _events) = RecordingClient::new(false);
 /// let client = connect_with(handler, transport, Lifecycle::Legacy).await.unwrap();
 /// # drop(client);
@@ -103,7 +103,7 @@ pub enum ClientEvent {
 /// instead of sleeping.
 ///
 /// ```
-/// use test_helpers::client::RecordingClient;
+/// use ferrymcp_test_helpers::client::RecordingClient;
 /// let (client, _events) = RecordingClient::new(true);
 /// let _answering = client.answering(serde_json::json!({"name": "Ada"}));
 /// ```
@@ -228,7 +228,7 @@ impl rmcp::ClientHandler for RecordingClient {
 ///
 /// ```no_run
 /// # async fn run(url: &str) -> Result<(), Box<dyn std::error::Error>> {
-/// use test_helpers::client::{Lifecycle, connect};
+/// use ferrymcp_test_helpers::client::{Lifecycle, connect};
 /// let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.to_owned());
 /// let client = connect(transport, Lifecycle::Modern, false).await?;
 /// let tools = client.list_all_tools().await?;
@@ -264,7 +264,7 @@ pub struct InMemory {
     /// The rmcp client.
     pub client: TestClient,
     /// The server's serving task; it ends when the client disconnects.
-    pub server: JoinHandle<Result<(), mcp_core::ServerError>>,
+    pub server: JoinHandle<Result<(), ferrymcp_core::ServerError>>,
 }
 
 /// Serves `server` (started, like over stdio) on one end of a duplex and connects a client
@@ -272,8 +272,8 @@ pub struct InMemory {
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// use test_helpers::client::{Lifecycle, in_memory};
-/// let server = mcp_core::Server::new("s");
+/// use ferrymcp_test_helpers::client::{Lifecycle, in_memory};
+/// let server = ferrymcp_core::Server::new("s");
 /// server.tool("ping", || async { "pong" }).unwrap();
 /// let pair = in_memory(server, Lifecycle::Modern, false).await.unwrap();
 /// let tools = pair.client.list_all_tools().await.unwrap();
@@ -297,8 +297,8 @@ pub async fn in_memory(
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// use test_helpers::client::{Lifecycle, recording_in_memory};
-/// let (client, _events) = recording_in_memory(mcp_core::Server::new("s"), Lifecycle::Legacy)
+/// use ferrymcp_test_helpers::client::{Lifecycle, recording_in_memory};
+/// let (client, _events) = recording_in_memory(ferrymcp_core::Server::new("s"), Lifecycle::Legacy)
 ///     .await
 ///     .unwrap();
 /// client.cancel().await.unwrap();

@@ -9,7 +9,7 @@
 //!
 //! ```no_run
 //! # async fn demo(redis: std::net::SocketAddr) -> std::io::Result<()> {
-//! use test_helpers::fault_proxy::FaultProxy;
+//! use ferrymcp_test_helpers::fault_proxy::FaultProxy;
 //! let proxy = FaultProxy::start(redis).await?;
 //! let url = format!("redis://{}/0", proxy.addr()); // give this to the processes under test
 //! proxy.blackhole(); // Redis unreachable: connections hang, nothing gets through
@@ -76,7 +76,7 @@ struct Control {
 /// ```no_run
 /// # async fn demo(upstream: std::net::SocketAddr) -> std::io::Result<()> {
 /// use std::time::Duration;
-/// use test_helpers::fault_proxy::FaultProxy;
+/// use ferrymcp_test_helpers::fault_proxy::FaultProxy;
 /// let proxy = FaultProxy::start(upstream).await?;
 /// proxy.delay(Duration::from_millis(50));
 /// proxy.cut();
@@ -100,7 +100,7 @@ impl FaultProxy {
     /// ```no_run
     /// # async fn demo() -> std::io::Result<()> {
     /// let upstream: std::net::SocketAddr = "127.0.0.1:6379".parse().unwrap();
-    /// let proxy = test_helpers::fault_proxy::FaultProxy::start(upstream).await?;
+    /// let proxy = ferrymcp_test_helpers::fault_proxy::FaultProxy::start(upstream).await?;
     /// assert_ne!(proxy.addr(), upstream);
     /// # Ok(()) }
     /// ```
@@ -133,7 +133,7 @@ impl FaultProxy {
     /// The address to connect to instead of the upstream.
     ///
     /// ```no_run
-    /// # async fn demo(proxy: test_helpers::fault_proxy::FaultProxy) {
+    /// # async fn demo(proxy: ferrymcp_test_helpers::fault_proxy::FaultProxy) {
     /// let url = format!("redis://{}/0", proxy.addr());
     /// # let _ = url; }
     /// ```
@@ -144,7 +144,7 @@ impl FaultProxy {
     /// The upstream address every connection is forwarded to.
     ///
     /// ```no_run
-    /// # async fn demo(proxy: test_helpers::fault_proxy::FaultProxy) {
+    /// # async fn demo(proxy: ferrymcp_test_helpers::fault_proxy::FaultProxy) {
     /// assert!(proxy.upstream().ip().is_loopback());
     /// # }
     /// ```
@@ -156,7 +156,7 @@ impl FaultProxy {
     /// (`Duration::ZERO` forwards at once again). Other faults are unchanged.
     ///
     /// ```no_run
-    /// # async fn demo(proxy: test_helpers::fault_proxy::FaultProxy) {
+    /// # async fn demo(proxy: ferrymcp_test_helpers::fault_proxy::FaultProxy) {
     /// proxy.delay(std::time::Duration::from_millis(200)); // a slow network
     /// # }
     /// ```
@@ -170,7 +170,7 @@ impl FaultProxy {
     /// path, until [`restore`](Self::restore) cuts those connections.
     ///
     /// ```no_run
-    /// # async fn demo(proxy: test_helpers::fault_proxy::FaultProxy) {
+    /// # async fn demo(proxy: ferrymcp_test_helpers::fault_proxy::FaultProxy) {
     /// proxy.blackhole();
     /// # }
     /// ```
@@ -183,7 +183,7 @@ impl FaultProxy {
     /// connections are forwarded as the current mode says.
     ///
     /// ```no_run
-    /// # async fn demo(proxy: test_helpers::fault_proxy::FaultProxy) {
+    /// # async fn demo(proxy: ferrymcp_test_helpers::fault_proxy::FaultProxy) {
     /// proxy.cut(); // clients see a broken pipe or end of stream, then reconnect
     /// # }
     /// ```
@@ -195,7 +195,7 @@ impl FaultProxy {
     /// current connections are still forwarded.
     ///
     /// ```no_run
-    /// # async fn demo(proxy: test_helpers::fault_proxy::FaultProxy) {
+    /// # async fn demo(proxy: ferrymcp_test_helpers::fault_proxy::FaultProxy) {
     /// proxy.refuse();
     /// proxy.cut(); // and nobody stays connected either
     /// # }
@@ -210,7 +210,7 @@ impl FaultProxy {
     /// clients reconnect; other connections go on.
     ///
     /// ```no_run
-    /// # async fn demo(proxy: test_helpers::fault_proxy::FaultProxy) {
+    /// # async fn demo(proxy: ferrymcp_test_helpers::fault_proxy::FaultProxy) {
     /// proxy.blackhole();
     /// proxy.restore();
     /// # }
@@ -228,7 +228,7 @@ impl FaultProxy {
     /// How many client connections the proxy holds open right now (forwarded or held).
     ///
     /// ```no_run
-    /// # async fn demo(proxy: test_helpers::fault_proxy::FaultProxy) {
+    /// # async fn demo(proxy: ferrymcp_test_helpers::fault_proxy::FaultProxy) {
     /// proxy.cut();
     /// let _open_soon_after = proxy.connections();
     /// # }

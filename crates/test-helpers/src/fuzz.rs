@@ -15,7 +15,7 @@
 //! body over HTTP.
 //!
 //! ```
-//! use test_helpers::fuzz::MessageFuzzer;
+//! use ferrymcp_test_helpers::fuzz::MessageFuzzer;
 //!
 //! let mut fuzzer = MessageFuzzer::new(7);
 //! for _ in 0..100 {
@@ -40,7 +40,7 @@ const MODERN: &str = "2026-07-28";
 /// One generated input: the bytes to send and what a correct server does with them.
 ///
 /// ```
-/// let input = test_helpers::fuzz::MessageFuzzer::new(1).next_input();
+/// let input = ferrymcp_test_helpers::fuzz::MessageFuzzer::new(1).next_input();
 /// let _line: &[u8] = &input.bytes;
 /// ```
 #[derive(Debug, Clone)]
@@ -62,7 +62,7 @@ impl FuzzInput {
     /// and at most `limit` characters.
     ///
     /// ```
-    /// let input = test_helpers::fuzz::MessageFuzzer::new(3).next_input();
+    /// let input = ferrymcp_test_helpers::fuzz::MessageFuzzer::new(3).next_input();
     /// assert!(input.describe(80).chars().count() <= 100);
     /// ```
     pub fn describe(&self, limit: usize) -> String {
@@ -83,7 +83,7 @@ impl FuzzInput {
 /// `method` and a string or integer `id`.
 ///
 /// ```
-/// use test_helpers::fuzz::answer_id;
+/// use ferrymcp_test_helpers::fuzz::answer_id;
 /// assert_eq!(answer_id(br#"{"id":3,"method":"ping"}"#), Some(serde_json::json!(3)));
 /// assert_eq!(answer_id(br#"{"method":"notifications/initialized"}"#), None);
 /// assert_eq!(answer_id(br#"{"id":1.5,"method":"ping"}"#), None);
@@ -117,7 +117,7 @@ fn parse_object(bytes: &[u8]) -> Option<Map<String, Value>> {
 /// A deterministic source of hostile MCP messages.
 ///
 /// ```
-/// use test_helpers::fuzz::MessageFuzzer;
+/// use ferrymcp_test_helpers::fuzz::MessageFuzzer;
 /// let a: Vec<_> = (0..20).map({ let mut f = MessageFuzzer::new(9); move |_| f.next_input().bytes }).collect();
 /// let b: Vec<_> = (0..20).map({ let mut f = MessageFuzzer::new(9); move |_| f.next_input().bytes }).collect();
 /// assert_eq!(a, b);
@@ -135,7 +135,7 @@ impl MessageFuzzer {
     /// its `_meta`) and calling the tools `add`, `echo` and `sleep`.
     ///
     /// ```
-    /// let _ = test_helpers::fuzz::MessageFuzzer::new(42);
+    /// let _ = ferrymcp_test_helpers::fuzz::MessageFuzzer::new(42);
     /// ```
     pub fn new(seed: u64) -> Self {
         Self {
@@ -149,7 +149,7 @@ impl MessageFuzzer {
     /// Calls these tools instead of the defaults.
     ///
     /// ```
-    /// let _ = test_helpers::fuzz::MessageFuzzer::new(1).tools(["child_multiply", "add"]);
+    /// let _ = ferrymcp_test_helpers::fuzz::MessageFuzzer::new(1).tools(["child_multiply", "add"]);
     /// ```
     pub fn tools<I: IntoIterator<Item = S>, S: Into<String>>(mut self, tools: I) -> Self {
         self.tools = tools.into_iter().map(Into::into).collect();
@@ -163,7 +163,7 @@ impl MessageFuzzer {
     /// already sent `initialize`.
     ///
     /// ```
-    /// let _ = test_helpers::fuzz::MessageFuzzer::new(1).legacy();
+    /// let _ = ferrymcp_test_helpers::fuzz::MessageFuzzer::new(1).legacy();
     /// ```
     pub fn legacy(mut self) -> Self {
         self.with_meta = false;
@@ -173,7 +173,7 @@ impl MessageFuzzer {
     /// The next input.
     ///
     /// ```
-    /// let mut fuzzer = test_helpers::fuzz::MessageFuzzer::new(5);
+    /// let mut fuzzer = ferrymcp_test_helpers::fuzz::MessageFuzzer::new(5);
     /// let first = fuzzer.next_input();
     /// assert!(!first.method.is_empty());
     /// ```

@@ -1,6 +1,6 @@
 //! A server on a loopback port for tests, and a raw 2026-07-28 JSON-RPC client for it.
 
-use mcp_core::{HttpConfig, HttpServer, Server, ServerError};
+use ferrymcp_core::{HttpConfig, HttpServer, Server, ServerError};
 use serde_json::{Value, json};
 
 /// A [`Server`] served over Streamable HTTP on `127.0.0.1` (a free port) until
@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// use test_helpers::http::LoopbackHttp;
-/// let http = LoopbackHttp::serve(mcp_core::Server::new("s")).await;
+/// use ferrymcp_test_helpers::http::LoopbackHttp;
+/// let http = LoopbackHttp::serve(ferrymcp_core::Server::new("s")).await;
 /// let (status, answer) = http.post_2026("tools/list", serde_json::json!({}), serde_json::json!({}), None).await;
 /// assert_eq!(status, 200, "{answer}");
 /// http.shutdown().await;
@@ -27,7 +27,7 @@ impl LoopbackHttp {
     ///
     /// ```no_run
     /// # async fn run() {
-    /// let http = test_helpers::http::LoopbackHttp::serve(mcp_core::Server::new("s")).await;
+    /// let http = ferrymcp_test_helpers::http::LoopbackHttp::serve(ferrymcp_core::Server::new("s")).await;
     /// # drop(http);
     /// # }
     /// ```
@@ -39,8 +39,8 @@ impl LoopbackHttp {
     ///
     /// ```no_run
     /// # async fn run() {
-    /// let config = mcp_core::HttpConfig::new().max_in_flight(4);
-    /// let http = test_helpers::http::LoopbackHttp::serve_with(mcp_core::Server::new("s"), config).await;
+    /// let config = ferrymcp_core::HttpConfig::new().max_in_flight(4);
+    /// let http = ferrymcp_test_helpers::http::LoopbackHttp::serve_with(ferrymcp_core::Server::new("s"), config).await;
     /// # drop(http);
     /// # }
     /// ```
@@ -64,7 +64,7 @@ impl LoopbackHttp {
     /// The endpoint's URL (`http://127.0.0.1:<port>/mcp`).
     ///
     /// ```no_run
-    /// # async fn run(http: test_helpers::http::LoopbackHttp) {
+    /// # async fn run(http: ferrymcp_test_helpers::http::LoopbackHttp) {
     /// assert!(http.url().starts_with("http://127.0.0.1:"));
     /// # }
     /// ```
@@ -77,7 +77,7 @@ impl LoopbackHttp {
     /// `Mcp-Name` when `name` is given. Returns the HTTP status and the JSON answer.
     ///
     /// ```no_run
-    /// # async fn run(http: test_helpers::http::LoopbackHttp) {
+    /// # async fn run(http: ferrymcp_test_helpers::http::LoopbackHttp) {
     /// use serde_json::json;
     /// let (_, answer) = http
     ///     .post_2026("tools/call", json!({"name": "add", "arguments": {"a": 1, "b": 2}}), json!({}), Some("add"))
@@ -109,7 +109,7 @@ impl LoopbackHttp {
     /// Stops the server and waits until it has stopped cleanly.
     ///
     /// ```no_run
-    /// # async fn run(http: test_helpers::http::LoopbackHttp) {
+    /// # async fn run(http: ferrymcp_test_helpers::http::LoopbackHttp) {
     /// http.shutdown().await;
     /// # }
     /// ```
@@ -127,7 +127,7 @@ impl LoopbackHttp {
 /// `data:` line of an SSE answer is read as JSON).
 ///
 /// ```
-/// let answer = test_helpers::http::RawAnswer { status: 401, challenge: "Bearer".into(), body: serde_json::Value::Null };
+/// let answer = ferrymcp_test_helpers::http::RawAnswer { status: 401, challenge: "Bearer".into(), body: serde_json::Value::Null };
 /// assert_eq!(answer.status, 401);
 /// ```
 #[derive(Debug, Clone)]
@@ -147,7 +147,7 @@ pub struct RawAnswer {
 /// ```no_run
 /// # async fn run() {
 /// use serde_json::json;
-/// let answer = test_helpers::http::post_2026_to(
+/// let answer = ferrymcp_test_helpers::http::post_2026_to(
 ///     "http://127.0.0.1:8000/mcp", Some("eyJ..."), "tools/list", json!({}), json!({}),
 /// )
 /// .await;
@@ -189,7 +189,7 @@ async fn post(
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": capabilities,
-        "io.modelcontextprotocol/clientInfo": {"name": "test-helpers", "version": "0"},
+        "io.modelcontextprotocol/clientInfo": {"name": "ferrymcp-test-helpers", "version": "0"},
     });
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
     let mut request = client
@@ -236,7 +236,7 @@ async fn post(
 /// ```no_run
 /// # async fn run() {
 /// use serde_json::json;
-/// let mut listen = test_helpers::http::Listen::open(
+/// let mut listen = ferrymcp_test_helpers::http::Listen::open(
 ///     "http://127.0.0.1:8000/mcp",
 ///     json!({"taskIds": ["t1"]}),
 ///     json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}),
@@ -260,7 +260,7 @@ impl Listen {
     ///
     /// ```no_run
     /// # async fn run() {
-    /// let _ = test_helpers::http::Listen::open("http://127.0.0.1:8000/mcp", serde_json::json!({}), serde_json::json!({})).await;
+    /// let _ = ferrymcp_test_helpers::http::Listen::open("http://127.0.0.1:8000/mcp", serde_json::json!({}), serde_json::json!({})).await;
     /// # }
     /// ```
     pub async fn open(url: &str, filter: Value, capabilities: Value) -> Listen {
@@ -271,7 +271,7 @@ impl Listen {
     ///
     /// ```no_run
     /// # async fn run() {
-    /// let _ = test_helpers::http::Listen::open_as(
+    /// let _ = ferrymcp_test_helpers::http::Listen::open_as(
     ///     "http://127.0.0.1:8000/mcp", Some("eyJ..."), serde_json::json!({}), serde_json::json!({}),
     /// ).await;
     /// # }
@@ -288,7 +288,7 @@ impl Listen {
             "_meta": {
                 "io.modelcontextprotocol/protocolVersion": "2026-07-28",
                 "io.modelcontextprotocol/clientCapabilities": capabilities,
-                "io.modelcontextprotocol/clientInfo": {"name": "test-helpers", "version": "0"},
+                "io.modelcontextprotocol/clientInfo": {"name": "ferrymcp-test-helpers", "version": "0"},
             },
         });
         let body =
@@ -324,7 +324,7 @@ impl Listen {
     /// answer ended.
     ///
     /// ```no_run
-    /// # async fn run(mut listen: test_helpers::http::Listen) {
+    /// # async fn run(mut listen: ferrymcp_test_helpers::http::Listen) {
     /// while let Some(message) = listen.next(std::time::Duration::from_secs(1)).await {
     ///     println!("{message}");
     /// }

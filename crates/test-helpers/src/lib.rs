@@ -1,4 +1,4 @@
-//! What downstream test suites need to test servers built on `mcp-core` on the real stack:
+//! What downstream test suites need to test servers built on `ferrymcp-core` on the real stack:
 //!
 //! * [`auth_server`]: a real OAuth 2.1 authorization server (npm's `oidc-provider`, from
 //!   `.ci/setup`) on a loopback port, issuing JWT and opaque access tokens to test clients;

@@ -2,8 +2,8 @@
 //!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-//! use mcp_core::Server;
-//! use test_helpers::middleware::{CallTrace, Log};
+//! use ferrymcp_core::Server;
+//! use ferrymcp_test_helpers::middleware::{CallTrace, Log};
 //!
 //! let log = Log::default();
 //! let server = Server::new("s");
@@ -17,7 +17,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use mcp_core::{
+use ferrymcp_core::{
     CallTool, Discover, GetPrompt, Initialize, ListPrompts, ListResourceTemplates, ListResources,
     ListTools, Message, Middleware, Next, PromptInfo, ReadResource, Reply, ResourceInfo,
     TemplateInfo, ToolInfo,
@@ -30,7 +30,7 @@ use mcp_core::{
 /// An ordered log of entries, shared by clones (middleware, tools and the test).
 ///
 /// ```
-/// let log = test_helpers::middleware::Log::default();
+/// let log = ferrymcp_test_helpers::middleware::Log::default();
 /// log.push("tool");
 /// assert_eq!(log.entries(), ["tool"]);
 /// ```
@@ -71,7 +71,7 @@ impl Log {
 /// Records `label:before` and `label:after` around `on_call_tool`.
 ///
 /// ```
-/// let _ = test_helpers::middleware::CallTrace::new("parent", &Default::default());
+/// let _ = ferrymcp_test_helpers::middleware::CallTrace::new("parent", &Default::default());
 /// ```
 pub struct CallTrace {
     label: String,
@@ -105,7 +105,7 @@ impl Middleware for CallTrace {
 /// Records every hook as `label:hook:method:before` and `…:after`.
 ///
 /// ```
-/// let _ = test_helpers::middleware::HookRecorder::new("child", &Default::default());
+/// let _ = ferrymcp_test_helpers::middleware::HookRecorder::new("child", &Default::default());
 /// ```
 pub struct HookRecorder {
     label: String,

@@ -16,7 +16,7 @@
 //! a message that says how to get it: Redis suites never skip.
 //!
 //! ```no_run
-//! let redis = test_helpers::redis::RedisServer::shared();
+//! let redis = ferrymcp_test_helpers::redis::RedisServer::shared();
 //! let url = redis.queue_url("conformance");
 //! assert!(url.starts_with("redis://") && url.contains("queue=conformance-"));
 //! ```
@@ -36,7 +36,7 @@ use std::{
 /// How to get Redis, for failure messages.
 ///
 /// ```
-/// assert!(test_helpers::redis::HOW_TO_GET_REDIS.contains("apt-get install -y redis-server"));
+/// assert!(ferrymcp_test_helpers::redis::HOW_TO_GET_REDIS.contains("apt-get install -y redis-server"));
 /// ```
 pub const HOW_TO_GET_REDIS: &str = "the Redis suites need a Redis: install redis-server \
      (Debian/Ubuntu: `sudo apt-get install -y redis-server`; macOS: `brew install redis`) so \
@@ -47,7 +47,7 @@ pub const HOW_TO_GET_REDIS: &str = "the Redis suites need a Redis: install redis
 /// names.
 ///
 /// ```no_run
-/// let own = test_helpers::redis::RedisServer::start();
+/// let own = ferrymcp_test_helpers::redis::RedisServer::start();
 /// let url = own.queue_url("mine");
 /// drop(own); // stops the server this call started
 /// ```
@@ -70,7 +70,7 @@ impl RedisServer {
     /// Panics (with [`HOW_TO_GET_REDIS`]) when there is none to be had.
     ///
     /// ```no_run
-    /// let redis = test_helpers::redis::RedisServer::shared();
+    /// let redis = ferrymcp_test_helpers::redis::RedisServer::shared();
     /// # let _ = redis;
     /// ```
     pub fn shared() -> &'static RedisServer {
@@ -81,7 +81,7 @@ impl RedisServer {
     /// Panics (with [`HOW_TO_GET_REDIS`]) when there is none to be had.
     ///
     /// ```no_run
-    /// let redis = test_helpers::redis::RedisServer::start();
+    /// let redis = ferrymcp_test_helpers::redis::RedisServer::start();
     /// assert!(redis.url().starts_with("redis://"));
     /// ```
     pub fn start() -> RedisServer {
@@ -103,7 +103,7 @@ impl RedisServer {
     /// [`HOW_TO_GET_REDIS`]) when redis-server cannot be started.
     ///
     /// ```no_run
-    /// let redis = test_helpers::redis::RedisServer::start_local();
+    /// let redis = ferrymcp_test_helpers::redis::RedisServer::start_local();
     /// assert!(redis.pid().is_some());
     /// ```
     pub fn start_local() -> RedisServer {
@@ -157,7 +157,7 @@ impl RedisServer {
     /// [`HOW_TO_GET_REDIS`]) when redis-server cannot be started.
     ///
     /// ```no_run
-    /// let redis = test_helpers::redis::RedisServer::start_tls();
+    /// let redis = ferrymcp_test_helpers::redis::RedisServer::start_tls();
     /// assert!(redis.url().starts_with("rediss://127.0.0.1:"));
     /// assert!(redis.ca_file().is_some());
     /// ```
@@ -198,7 +198,7 @@ impl RedisServer {
     /// The server's URL (`redis://127.0.0.1:<port>/0`, or `MCP_TEST_REDIS_URL`).
     ///
     /// ```no_run
-    /// let url = test_helpers::redis::RedisServer::shared().url();
+    /// let url = ferrymcp_test_helpers::redis::RedisServer::shared().url();
     /// assert!(url.starts_with("redis://"));
     /// ```
     pub fn url(&self) -> &str {
@@ -209,7 +209,7 @@ impl RedisServer {
     /// certificate is signed by; `None` for a plain one.
     ///
     /// ```no_run
-    /// let redis = test_helpers::redis::RedisServer::start_tls();
+    /// let redis = ferrymcp_test_helpers::redis::RedisServer::start_tls();
     /// let ca = std::fs::read_to_string(redis.ca_file().unwrap()).unwrap();
     /// assert!(ca.contains("BEGIN CERTIFICATE"));
     /// ```
@@ -220,7 +220,7 @@ impl RedisServer {
     /// The redis-server process id; `None` for `MCP_TEST_REDIS_URL`'s Redis.
     ///
     /// ```no_run
-    /// let redis = test_helpers::redis::RedisServer::start();
+    /// let redis = ferrymcp_test_helpers::redis::RedisServer::start();
     /// assert!(redis.pid().is_some());
     /// ```
     pub fn pid(&self) -> Option<u32> {
@@ -232,7 +232,7 @@ impl RedisServer {
     /// Panics for `MCP_TEST_REDIS_URL`'s Redis, which is not ours to freeze.
     ///
     /// ```no_run
-    /// let redis = test_helpers::redis::RedisServer::start();
+    /// let redis = ferrymcp_test_helpers::redis::RedisServer::start();
     /// redis.freeze();
     /// redis.thaw();
     /// ```
@@ -243,7 +243,7 @@ impl RedisServer {
     /// Resumes a [frozen](Self::freeze) server (`SIGCONT`).
     ///
     /// ```no_run
-    /// let redis = test_helpers::redis::RedisServer::start();
+    /// let redis = ferrymcp_test_helpers::redis::RedisServer::start();
     /// redis.freeze();
     /// redis.thaw();
     /// ```
@@ -266,7 +266,7 @@ impl RedisServer {
     /// A URL naming a queue no other call of this process got: `<url>?queue=<name>-<n>-<pid>`.
     ///
     /// ```no_run
-    /// let redis = test_helpers::redis::RedisServer::shared();
+    /// let redis = ferrymcp_test_helpers::redis::RedisServer::shared();
     /// assert_ne!(redis.queue_url("a"), redis.queue_url("a"));
     /// ```
     pub fn queue_url(&self, name: &str) -> String {
@@ -302,7 +302,7 @@ fn temp_dir(what: &str) -> Result<PathBuf, String> {
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
     let dir = std::env::temp_dir().join(format!(
-        "mcpkit-redis-{what}-{}-{}-{nanos}",
+        "ferrymcp-redis-{what}-{}-{}-{nanos}",
         std::process::id(),
         DIRS.fetch_add(1, Ordering::Relaxed)
     ));
@@ -381,7 +381,7 @@ impl Pki {
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         params
             .distinguished_name
-            .push(DnType::CommonName, "mcpkit test Redis CA");
+            .push(DnType::CommonName, "ferrymcp test Redis CA");
         params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
         let ca_key = KeyPair::generate().map_err(|e| fail("CA key", e))?;
         let ca = CertifiedIssuer::self_signed(params, ca_key).map_err(|e| fail("CA", e))?;
@@ -402,7 +402,7 @@ impl Pki {
 /// test process exits.
 ///
 /// ```no_run
-/// let cluster = test_helpers::redis::RedisCluster::start();
+/// let cluster = ferrymcp_test_helpers::redis::RedisCluster::start();
 /// assert!(cluster.url().starts_with("redis+cluster://127.0.0.1:"));
 /// ```
 #[derive(Debug)]
@@ -418,7 +418,7 @@ impl RedisCluster {
     /// reports `cluster_state:ok`. Panics (with [`HOW_TO_GET_REDIS`]) when that fails.
     ///
     /// ```no_run
-    /// let cluster = test_helpers::redis::RedisCluster::start();
+    /// let cluster = ferrymcp_test_helpers::redis::RedisCluster::start();
     /// assert_eq!(cluster.nodes().len(), 3);
     /// ```
     pub fn start() -> RedisCluster {
@@ -482,7 +482,7 @@ impl RedisCluster {
     /// The cluster's URL: `redis+cluster://127.0.0.1:<p1>,127.0.0.1:<p2>,127.0.0.1:<p3>/`.
     ///
     /// ```no_run
-    /// let cluster = test_helpers::redis::RedisCluster::start();
+    /// let cluster = ferrymcp_test_helpers::redis::RedisCluster::start();
     /// assert_eq!(cluster.url().matches("127.0.0.1:").count(), 3);
     /// ```
     pub fn url(&self) -> &str {
@@ -493,7 +493,7 @@ impl RedisCluster {
     /// [`RedisServer::queue_url`].
     ///
     /// ```no_run
-    /// let cluster = test_helpers::redis::RedisCluster::start();
+    /// let cluster = ferrymcp_test_helpers::redis::RedisCluster::start();
     /// assert!(cluster.queue_url("a").contains("?queue=a-"));
     /// ```
     pub fn queue_url(&self, name: &str) -> String {
@@ -504,7 +504,7 @@ impl RedisCluster {
     /// The cluster's nodes (each a [`RedisServer`] with its own `redis://` URL and pid).
     ///
     /// ```no_run
-    /// let cluster = test_helpers::redis::RedisCluster::start();
+    /// let cluster = ferrymcp_test_helpers::redis::RedisCluster::start();
     /// assert!(cluster.nodes().iter().all(|node| node.pid().is_some()));
     /// ```
     pub fn nodes(&self) -> &[RedisServer] {
@@ -514,7 +514,7 @@ impl RedisCluster {
     /// The nodes' ports.
     ///
     /// ```no_run
-    /// let cluster = test_helpers::redis::RedisCluster::start();
+    /// let cluster = ferrymcp_test_helpers::redis::RedisCluster::start();
     /// assert_eq!(cluster.ports().len(), 3);
     /// ```
     pub fn ports(&self) -> &[u16] {
@@ -595,7 +595,7 @@ impl RedisServer {
     /// [`HOW_TO_GET_REDIS`]) when it cannot start.
     ///
     /// ```no_run
-    /// let redis = test_helpers::redis::RedisServer::start_with(&["--maxmemory-policy", "allkeys-lru"]);
+    /// let redis = ferrymcp_test_helpers::redis::RedisServer::start_with(&["--maxmemory-policy", "allkeys-lru"]);
     /// assert!(redis.url().starts_with("redis://127.0.0.1:"));
     /// ```
     pub fn start_with(args: &[&str]) -> RedisServer {

@@ -7,7 +7,7 @@
 //! panics with [`HOW_TO_GET_REDIS`].
 //!
 //! ```no_run
-//! use test_helpers::redis_persistent::{AppendFsync, PersistentRedis};
+//! use ferrymcp_test_helpers::redis_persistent::{AppendFsync, PersistentRedis};
 //! let mut redis = PersistentRedis::start(AppendFsync::Always);
 //! let url = redis.url(); // redis://127.0.0.1:<port>/0
 //! redis.kill(); // SIGKILL: only what the AOF holds survives
@@ -31,7 +31,7 @@ static DIRS: AtomicU64 = AtomicU64::new(0);
 /// When Redis writes the append-only file to disk (`appendfsync`).
 ///
 /// ```
-/// use test_helpers::redis_persistent::AppendFsync;
+/// use ferrymcp_test_helpers::redis_persistent::AppendFsync;
 /// assert_eq!(AppendFsync::Always.as_str(), "always");
 /// assert_eq!(AppendFsync::EverySec.as_str(), "everysec");
 /// ```
@@ -47,7 +47,7 @@ impl AppendFsync {
     /// The value of Redis' `appendfsync` setting.
     ///
     /// ```
-    /// assert_eq!(test_helpers::redis_persistent::AppendFsync::Always.as_str(), "always");
+    /// assert_eq!(ferrymcp_test_helpers::redis_persistent::AppendFsync::Always.as_str(), "always");
     /// ```
     pub fn as_str(self) -> &'static str {
         match self {
@@ -61,8 +61,8 @@ impl AppendFsync {
 /// of its own (removed, and the server stopped, when dropped).
 ///
 /// ```no_run
-/// let redis = test_helpers::redis_persistent::PersistentRedis::start(
-///     test_helpers::redis_persistent::AppendFsync::EverySec,
+/// let redis = ferrymcp_test_helpers::redis_persistent::PersistentRedis::start(
+///     ferrymcp_test_helpers::redis_persistent::AppendFsync::EverySec,
 /// );
 /// assert!(redis.url().starts_with("redis://127.0.0.1:"));
 /// ```
@@ -79,7 +79,7 @@ impl PersistentRedis {
     /// in a fresh directory, and returns once it answers `PING`. Panics when it cannot.
     ///
     /// ```no_run
-    /// use test_helpers::redis_persistent::{AppendFsync, PersistentRedis};
+    /// use ferrymcp_test_helpers::redis_persistent::{AppendFsync, PersistentRedis};
     /// let redis = PersistentRedis::start(AppendFsync::Always);
     /// # let _ = redis;
     /// ```
@@ -89,7 +89,7 @@ impl PersistentRedis {
             .unwrap_or_else(|e| panic!("no free loopback port: {e}"))
             .port();
         let dir = std::env::temp_dir().join(format!(
-            "mcpkit-redis-aof-{}-{}",
+            "ferrymcp-redis-aof-{}-{}",
             std::process::id(),
             DIRS.fetch_add(1, Ordering::Relaxed)
         ));
@@ -109,8 +109,8 @@ impl PersistentRedis {
     /// `redis://127.0.0.1:<port>/0`.
     ///
     /// ```no_run
-    /// # let redis = test_helpers::redis_persistent::PersistentRedis::start(
-    /// #     test_helpers::redis_persistent::AppendFsync::Always);
+    /// # let redis = ferrymcp_test_helpers::redis_persistent::PersistentRedis::start(
+    /// #     ferrymcp_test_helpers::redis_persistent::AppendFsync::Always);
     /// assert!(redis.url().ends_with("/0"));
     /// ```
     pub fn url(&self) -> String {
@@ -120,8 +120,8 @@ impl PersistentRedis {
     /// The server's address (the same across restarts).
     ///
     /// ```no_run
-    /// # let redis = test_helpers::redis_persistent::PersistentRedis::start(
-    /// #     test_helpers::redis_persistent::AppendFsync::Always);
+    /// # let redis = ferrymcp_test_helpers::redis_persistent::PersistentRedis::start(
+    /// #     ferrymcp_test_helpers::redis_persistent::AppendFsync::Always);
     /// assert!(redis.addr().ip().is_loopback());
     /// ```
     pub fn addr(&self) -> SocketAddr {
@@ -131,8 +131,8 @@ impl PersistentRedis {
     /// Whether the server runs (this value started it and it has not been stopped).
     ///
     /// ```no_run
-    /// # let mut redis = test_helpers::redis_persistent::PersistentRedis::start(
-    /// #     test_helpers::redis_persistent::AppendFsync::Always);
+    /// # let mut redis = ferrymcp_test_helpers::redis_persistent::PersistentRedis::start(
+    /// #     ferrymcp_test_helpers::redis_persistent::AppendFsync::Always);
     /// redis.kill();
     /// assert!(!redis.is_running());
     /// ```
@@ -143,8 +143,8 @@ impl PersistentRedis {
     /// Kills the server with `SIGKILL` and waits until it is gone: no chance to flush.
     ///
     /// ```no_run
-    /// # let mut redis = test_helpers::redis_persistent::PersistentRedis::start(
-    /// #     test_helpers::redis_persistent::AppendFsync::Always);
+    /// # let mut redis = ferrymcp_test_helpers::redis_persistent::PersistentRedis::start(
+    /// #     ferrymcp_test_helpers::redis_persistent::AppendFsync::Always);
     /// redis.kill();
     /// ```
     pub fn kill(&mut self) {
@@ -154,8 +154,8 @@ impl PersistentRedis {
     /// Stops the server with `SIGTERM` (it flushes its AOF) and waits until it is gone.
     ///
     /// ```no_run
-    /// # let mut redis = test_helpers::redis_persistent::PersistentRedis::start(
-    /// #     test_helpers::redis_persistent::AppendFsync::EverySec);
+    /// # let mut redis = ferrymcp_test_helpers::redis_persistent::PersistentRedis::start(
+    /// #     ferrymcp_test_helpers::redis_persistent::AppendFsync::EverySec);
     /// redis.stop();
     /// redis.restart();
     /// ```
@@ -168,8 +168,8 @@ impl PersistentRedis {
     /// it does not within 30 s.
     ///
     /// ```no_run
-    /// # let mut redis = test_helpers::redis_persistent::PersistentRedis::start(
-    /// #     test_helpers::redis_persistent::AppendFsync::Always);
+    /// # let mut redis = ferrymcp_test_helpers::redis_persistent::PersistentRedis::start(
+    /// #     ferrymcp_test_helpers::redis_persistent::AppendFsync::Always);
     /// redis.kill();
     /// redis.restart();
     /// assert!(redis.is_running());

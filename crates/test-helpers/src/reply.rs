@@ -1,6 +1,6 @@
 //! Unwrapping `tools/call` replies in tests, with failure messages that say what went wrong.
 
-use mcp_core::types::{CallToolResponse, CallToolResult, ErrorData};
+use ferrymcp_core::types::{CallToolResponse, CallToolResult, ErrorData};
 use serde_json::Value;
 
 /// What an in-process call returns.
@@ -9,9 +9,9 @@ pub type Reply = Result<CallToolResponse, ErrorData>;
 /// The completed result of a call; panics, naming `what`, on an error or a task handle.
 ///
 /// ```
-/// use mcp_core::types::{CallToolResponse, CallToolResult};
+/// use ferrymcp_core::types::{CallToolResponse, CallToolResult};
 /// let reply = Ok(CallToolResponse::Complete(CallToolResult::success(vec![])));
-/// assert_eq!(test_helpers::reply::complete(reply, "call").is_error, Some(false));
+/// assert_eq!(ferrymcp_test_helpers::reply::complete(reply, "call").is_error, Some(false));
 /// ```
 pub fn complete(reply: Reply, what: &str) -> CallToolResult {
     match reply {
@@ -27,10 +27,10 @@ pub fn complete(reply: Reply, what: &str) -> CallToolResult {
 /// `structuredContent["result"]` of a successful call (one that is not `isError`).
 ///
 /// ```
-/// use mcp_core::types::{CallToolResponse, CallToolResult};
+/// use ferrymcp_core::types::{CallToolResponse, CallToolResult};
 /// let mut result = CallToolResult::success(vec![]);
 /// result.structured_content = Some(serde_json::json!({"result": 72}));
-/// let value = test_helpers::reply::result_of(Ok(CallToolResponse::Complete(result)), "multiply");
+/// let value = ferrymcp_test_helpers::reply::result_of(Ok(CallToolResponse::Complete(result)), "multiply");
 /// assert_eq!(value, 72);
 /// ```
 pub fn result_of(reply: Reply, what: &str) -> Value {
@@ -57,9 +57,9 @@ pub fn result_of(reply: Reply, what: &str) -> Value {
 /// The text blocks of a result, joined.
 ///
 /// ```
-/// use mcp_core::types::{CallToolResult, ContentBlock};
+/// use ferrymcp_core::types::{CallToolResult, ContentBlock};
 /// let result = CallToolResult::success(vec![ContentBlock::text("a"), ContentBlock::text("b")]);
-/// assert_eq!(test_helpers::reply::text_of(&result), "ab");
+/// assert_eq!(ferrymcp_test_helpers::reply::text_of(&result), "ab");
 /// ```
 pub fn text_of(result: &CallToolResult) -> String {
     result
@@ -72,9 +72,9 @@ pub fn text_of(result: &CallToolResult) -> String {
 /// Asserts the call failed with `-32602 Unknown tool: '<name>'`.
 ///
 /// ```
-/// use mcp_core::types::ErrorData;
+/// use ferrymcp_core::types::ErrorData;
 /// let error = ErrorData::invalid_params("Unknown tool: 'nope'", None);
-/// test_helpers::reply::assert_unknown_tool(Err(error), "nope");
+/// ferrymcp_test_helpers::reply::assert_unknown_tool(Err(error), "nope");
 /// ```
 pub fn assert_unknown_tool(reply: Reply, name: &str) {
     match reply {

@@ -17,7 +17,7 @@
 //!
 //! ```no_run
 //! use serde_json::json;
-//! use test_helpers::schema::{Spec, assert_valid};
+//! use ferrymcp_test_helpers::schema::{Spec, assert_valid};
 //!
 //! let tool = json!({"name": "echo", "inputSchema": {"type": "object"}});
 //! assert_valid(Spec::Mcp, "Tool", &tool);
@@ -37,7 +37,7 @@ const SPEC_DIR_ENV: &str = "MCP_SPEC_DIR";
 /// Which official schema file.
 ///
 /// ```no_run
-/// use test_helpers::schema::{Spec, validate};
+/// use ferrymcp_test_helpers::schema::{Spec, validate};
 ///
 /// let task = serde_json::json!({
 ///     "taskId": "t1", "status": "working", "ttlMs": null,
@@ -60,7 +60,7 @@ impl Spec {
     /// The schema's file name inside [`spec_dir`].
     ///
     /// ```
-    /// use test_helpers::schema::Spec;
+    /// use ferrymcp_test_helpers::schema::Spec;
     ///
     /// assert_eq!(Spec::Mcp.file_name(), "mcp-2026-07-28.schema.json");
     /// ```
@@ -86,7 +86,7 @@ impl Spec {
 /// Why a value could not be validated, or why it is invalid.
 ///
 /// ```no_run
-/// use test_helpers::schema::{SchemaError, Spec, validate};
+/// use ferrymcp_test_helpers::schema::{SchemaError, Spec, validate};
 ///
 /// let not_a_tool = serde_json::json!({"name": "echo"});
 /// match validate(Spec::Mcp, "Tool", &not_a_tool) {
@@ -145,7 +145,7 @@ pub enum SchemaError {
 /// developer machines and in CI.
 ///
 /// ```
-/// let dir = test_helpers::schema::spec_dir();
+/// let dir = ferrymcp_test_helpers::schema::spec_dir();
 /// if std::env::var_os("MCP_SPEC_DIR").is_none() {
 ///     assert!(dir.ends_with("shared/spec"));
 /// }
@@ -184,7 +184,7 @@ fn is_workspace_root(dir: &Path) -> bool {
 ///
 /// ```no_run
 /// use serde_json::json;
-/// use test_helpers::schema::{Spec, validate};
+/// use ferrymcp_test_helpers::schema::{Spec, validate};
 ///
 /// let result = json!({"resultType": "complete", "content": [{"type": "text", "text": "hi"}]});
 /// validate(Spec::Mcp, "CallToolResult", &result).unwrap();
@@ -215,7 +215,7 @@ pub fn validate(spec: Spec, definition: &str, instance: &Value) -> Result<(), Sc
 ///
 /// ```no_run
 /// use serde_json::json;
-/// use test_helpers::schema::{Spec, assert_valid};
+/// use ferrymcp_test_helpers::schema::{Spec, assert_valid};
 ///
 /// assert_valid(Spec::Mcp, "JSONRPCErrorResponse", &json!({
 ///     "jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "Method not found"},
@@ -239,7 +239,7 @@ pub fn assert_valid(spec: Spec, definition: &str, instance: &Value) {
 ///
 /// ```no_run
 /// use serde_json::json;
-/// use test_helpers::schema::assert_valid_call_tool_result;
+/// use ferrymcp_test_helpers::schema::assert_valid_call_tool_result;
 ///
 /// // What a 2025-11-25 session puts on the wire:
 /// assert_valid_call_tool_result(&json!({"content": [{"type": "text", "text": "hi"}]}), true);

@@ -8,15 +8,15 @@
 //!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-//! use mcp_core::{Server, ToolDef};
-//! use test_helpers::tasks::{running_task_server, run_task};
+//! use ferrymcp_core::{Server, ToolDef};
+//! use ferrymcp_test_helpers::tasks::{running_task_server, run_task};
 //!
 //! let server = Server::new("s");
 //! server.add_tool(ToolDef::new("answer", || async { 42 }).task(true)).unwrap();
-//! server.add_extension(mcp_tasks::TasksExtension::new()).unwrap();
+//! server.add_extension(ferrymcp_tasks::TasksExtension::new()).unwrap();
 //! let running = running_task_server(&server).await.unwrap();
 //! let done = run_task(&server, "answer", serde_json::json!({})).await;
-//! assert_eq!(done.task.payload, mcp_core::types::TaskPayload::Completed {
+//! assert_eq!(done.task.payload, ferrymcp_core::types::TaskPayload::Completed {
 //!     result: serde_json::from_value(serde_json::json!({
 //!         "resultType": "complete", "content": [{"type": "text", "text": "42"}],
 //!         "structuredContent": {"result": 42}, "isError": false,
@@ -29,7 +29,7 @@
 
 use std::time::Duration;
 
-use mcp_core::{
+use ferrymcp_core::{
     RequestScope, RunningServer, Server, ServerError, ToolCall,
     auth::Principal,
     types::{
@@ -51,7 +51,7 @@ pub const TERMINAL: [TaskStatus; 3] = [
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// let running = test_helpers::tasks::running_task_server(&mcp_core::Server::new("s")).await.unwrap();
+/// let running = ferrymcp_test_helpers::tasks::running_task_server(&ferrymcp_core::Server::new("s")).await.unwrap();
 /// running.stop().await;
 /// # });
 /// ```
@@ -63,7 +63,7 @@ pub async fn running_task_server(server: &Server) -> Result<RunningServer, Serve
 /// `caller` (anonymous when `None`).
 ///
 /// ```
-/// let scope = test_helpers::tasks::opted_in_scope(None, Default::default());
+/// let scope = ferrymcp_test_helpers::tasks::opted_in_scope(None, Default::default());
 /// assert!(scope.client_extension("io.modelcontextprotocol/tasks").is_some());
 /// ```
 pub fn opted_in_scope(caller: Option<&Principal>, settings: JsonObject) -> RequestScope {
@@ -79,9 +79,9 @@ pub fn opted_in_scope(caller: Option<&Principal>, settings: JsonObject) -> Reque
 /// Tasks requests against one server, as one caller.
 ///
 /// ```
-/// use mcp_core::auth::Principal;
-/// let server = mcp_core::Server::new("s");
-/// let alice = test_helpers::tasks::TaskClient::new(&server).as_caller(Principal::new("app").with_subject("alice"));
+/// use ferrymcp_core::auth::Principal;
+/// let server = ferrymcp_core::Server::new("s");
+/// let alice = ferrymcp_test_helpers::tasks::TaskClient::new(&server).as_caller(Principal::new("app").with_subject("alice"));
 /// ```
 #[derive(Debug, Clone)]
 pub struct TaskClient<'a> {
@@ -197,13 +197,13 @@ impl<'a> TaskClient<'a> {
         let deadline = tokio::time::Instant::now() + timeout;
         let backend = self
             .server
-            .extension_as::<mcp_tasks::TasksExtension>()
+            .extension_as::<ferrymcp_tasks::TasksExtension>()
             .and_then(|extension| extension.engine())
             .map(|engine| std::sync::Arc::clone(engine.backend()));
         let mut changes = backend.as_ref().and_then(|backend| backend.changes());
         if let (Some(backend), Some(_)) = (&backend, &changes) {
             // A backend may feed only the changes of watched tasks (Redis does).
-            let owner = mcp_tasks::backend::Owner::of(self.scope().principal());
+            let owner = ferrymcp_tasks::backend::Owner::of(self.scope().principal());
             backend.watch(&owner, task_id).await.map_err(|error| {
                 ErrorData::internal_error(format!("watching {task_id}: {error}"), None)
             })?;

@@ -24,7 +24,7 @@ use crate::schema::{Spec, assert_valid, assert_valid_call_tool_result};
 /// Every JSON-RPC message a server sent, in arrival order. Cheap to clone (shared).
 ///
 /// ```
-/// let log = test_helpers::wire::WireLog::default();
+/// let log = ferrymcp_test_helpers::wire::WireLog::default();
 /// assert!(log.messages().is_empty());
 /// ```
 #[derive(Debug, Clone, Default)]
@@ -41,7 +41,7 @@ impl WireLog {
     /// A snapshot of the messages so far.
     ///
     /// ```
-    /// assert_eq!(test_helpers::wire::WireLog::default().messages().len(), 0);
+    /// assert_eq!(ferrymcp_test_helpers::wire::WireLog::default().messages().len(), 0);
     /// ```
     pub fn messages(&self) -> Vec<Value> {
         self.0
@@ -57,7 +57,7 @@ impl WireLog {
     /// Panics, with a readable report, on the first invalid message.
     ///
     /// ```
-    /// let counts = test_helpers::wire::WireLog::default().assert_valid(false);
+    /// let counts = ferrymcp_test_helpers::wire::WireLog::default().assert_valid(false);
     /// assert_eq!(counts.tools, 0);
     /// ```
     pub fn assert_valid(&self, legacy: bool) -> WireCounts {
@@ -199,7 +199,7 @@ pub struct StdioChild {
 /// ```no_run
 /// # async fn run() -> std::io::Result<()> {
 /// let mut command = tokio::process::Command::new("target/debug/examples/demo");
-/// let child = test_helpers::wire::spawn_stdio(&mut command)?;
+/// let child = ferrymcp_test_helpers::wire::spawn_stdio(&mut command)?;
 /// # Ok(()) }
 /// ```
 pub fn spawn_stdio(command: &mut Command) -> std::io::Result<StdioChild> {
@@ -256,7 +256,7 @@ impl RecordedPost {
     /// The first value of header `name` (lowercase).
     ///
     /// ```
-    /// let post = test_helpers::wire::RecordedPost {
+    /// let post = ferrymcp_test_helpers::wire::RecordedPost {
     ///     headers: vec![("mcp-method".into(), "tools/call".into())],
     ///     body: serde_json::Value::Null,
     /// };
@@ -273,7 +273,7 @@ impl RecordedPost {
 /// Every POST a client sent through an [`HttpRecorder`], in arrival order. Cheap to clone.
 ///
 /// ```
-/// let posts = test_helpers::wire::PostLog::default();
+/// let posts = ferrymcp_test_helpers::wire::PostLog::default();
 /// assert!(posts.posts().is_empty());
 /// ```
 #[derive(Debug, Clone, Default)]
@@ -290,7 +290,7 @@ impl PostLog {
     /// A snapshot of the POSTs so far.
     ///
     /// ```
-    /// assert_eq!(test_helpers::wire::PostLog::default().posts().len(), 0);
+    /// assert_eq!(ferrymcp_test_helpers::wire::PostLog::default().posts().len(), 0);
     /// ```
     pub fn posts(&self) -> Vec<RecordedPost> {
         self.0
@@ -323,7 +323,7 @@ impl Drop for HttpRecorder {
 ///
 /// ```no_run
 /// # async fn run() -> std::io::Result<()> {
-/// let recorder = test_helpers::wire::record_http("http://127.0.0.1:8000/mcp").await?;
+/// let recorder = ferrymcp_test_helpers::wire::record_http("http://127.0.0.1:8000/mcp").await?;
 /// // connect the client to recorder.url ...
 /// recorder.log.assert_valid(false);
 /// # Ok(()) }

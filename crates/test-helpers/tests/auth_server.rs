@@ -1,11 +1,11 @@
-//! The authorization server of the auth suites (`test_helpers::auth_server`), exercised as
+//! The authorization server of the auth suites (`ferrymcp_test_helpers::auth_server`), exercised as
 //! they use it: a real `node .ci/auth-server/server.mjs` on a loopback port.
 
-use serde_json::{Value, json};
-use test_helpers::auth_server::{
+use ferrymcp_test_helpers::auth_server::{
     ACCESS_TOKEN_TYPE, AuthServer, CLIENT_A, CLIENT_B, OPAQUE_A, OPAQUE_SECRET_A, SECRET_A,
     SECRET_B, jwt_parts,
 };
+use serde_json::{Value, json};
 
 const RESOURCE: &str = "http://127.0.0.1:1/mcp";
 const UPSTREAM: &str = "http://localhost:2/upstream";

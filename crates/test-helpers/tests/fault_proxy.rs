@@ -11,7 +11,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use test_helpers::fault_proxy::FaultProxy;
+use ferrymcp_test_helpers::fault_proxy::FaultProxy;
 use tokio::{
     io::{AsyncReadExt as _, AsyncWriteExt as _},
     net::{TcpListener, TcpStream},

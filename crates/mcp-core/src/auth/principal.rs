@@ -2,13 +2,13 @@
 
 use std::sync::Arc;
 
-use mcp_types::JsonObject;
+use ferrymcp_types::JsonObject;
 
 /// An authenticated caller: the issuer that vouched for it, the OAuth client, the subject
 /// (user) when known, the scopes it was granted and the token's claims.
 ///
 /// ```
-/// use mcp_core::auth::Principal;
+/// use ferrymcp_core::auth::Principal;
 /// let alice = Principal::new("web-app").with_subject("alice");
 /// assert_eq!(alice.scope_key(), "web-app|alice");
 /// assert_eq!(Principal::new("cli").scope_key(), "cli");
@@ -38,7 +38,7 @@ impl Principal {
     /// A caller known by client id only.
     ///
     /// ```
-    /// assert!(mcp_core::auth::Principal::new("c").subject.is_none());
+    /// assert!(ferrymcp_core::auth::Principal::new("c").subject.is_none());
     /// ```
     pub fn new(client_id: impl Into<String>) -> Self {
         Self {
@@ -50,7 +50,7 @@ impl Principal {
     /// Adds the subject; an empty one is ignored.
     ///
     /// ```
-    /// let p = mcp_core::auth::Principal::new("c").with_subject("");
+    /// let p = ferrymcp_core::auth::Principal::new("c").with_subject("");
     /// assert!(p.subject.is_none());
     /// ```
     pub fn with_subject(mut self, subject: impl Into<String>) -> Self {
@@ -62,7 +62,7 @@ impl Principal {
     /// Adds the issuer; an empty one is ignored.
     ///
     /// ```
-    /// let p = mcp_core::auth::Principal::new("c").with_issuer("https://as.example");
+    /// let p = ferrymcp_core::auth::Principal::new("c").with_issuer("https://as.example");
     /// assert_eq!(p.issuer.as_deref(), Some("https://as.example"));
     /// ```
     pub fn with_issuer(mut self, issuer: impl Into<String>) -> Self {
@@ -74,7 +74,7 @@ impl Principal {
     /// Sets the granted scopes.
     ///
     /// ```
-    /// let p = mcp_core::auth::Principal::new("c").with_scopes(["read", "write"]);
+    /// let p = ferrymcp_core::auth::Principal::new("c").with_scopes(["read", "write"]);
     /// assert!(p.has_scope("write"));
     /// ```
     pub fn with_scopes<I, S>(mut self, scopes: I) -> Self
@@ -89,9 +89,9 @@ impl Principal {
     /// Sets the claims.
     ///
     /// ```
-    /// let mut claims = mcp_core::types::JsonObject::new();
+    /// let mut claims = ferrymcp_core::types::JsonObject::new();
     /// claims.insert("tenant".into(), "acme".into());
-    /// let p = mcp_core::auth::Principal::new("c").with_claims(claims);
+    /// let p = ferrymcp_core::auth::Principal::new("c").with_claims(claims);
     /// assert_eq!(p.claim("tenant"), Some(&serde_json::json!("acme")));
     /// ```
     pub fn with_claims(mut self, claims: JsonObject) -> Self {
@@ -103,7 +103,7 @@ impl Principal {
     /// [`ScopeMatcher`](crate::auth::ScopeMatcher) for that).
     ///
     /// ```
-    /// assert!(!mcp_core::auth::Principal::new("c").has_scope("read"));
+    /// assert!(!ferrymcp_core::auth::Principal::new("c").has_scope("read"));
     /// ```
     pub fn has_scope(&self, scope: &str) -> bool {
         self.scopes.iter().any(|granted| granted == scope)
@@ -112,7 +112,7 @@ impl Principal {
     /// One claim of the token.
     ///
     /// ```
-    /// assert!(mcp_core::auth::Principal::new("c").claim("sub").is_none());
+    /// assert!(ferrymcp_core::auth::Principal::new("c").claim("sub").is_none());
     /// ```
     pub fn claim(&self, name: &str) -> Option<&serde_json::Value> {
         self.claims.get(name)
@@ -130,7 +130,7 @@ impl Principal {
     /// part of the key: the same caller with a fresher token keeps its state.
     ///
     /// ```
-    /// use mcp_core::auth::Principal;
+    /// use ferrymcp_core::auth::Principal;
     /// assert_eq!(Principal::new("a").with_subject("b").scope_key(), "a|b");
     /// assert_eq!(Principal::new("a|b").scope_key(), "a%7Cb");
     /// assert_eq!(Principal::new("100%").scope_key(), "100%25");

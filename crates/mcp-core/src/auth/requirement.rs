@@ -10,7 +10,7 @@ use super::Principal;
 /// [`Server::with_scope_matcher`](crate::Server::with_scope_matcher).
 ///
 /// ```
-/// use mcp_core::auth::ScopeMatcher;
+/// use ferrymcp_core::auth::ScopeMatcher;
 ///
 /// /// `files` covers `files:read` and `files:write`.
 /// struct Hierarchy;
@@ -32,7 +32,7 @@ pub trait ScopeMatcher: Send + Sync + 'static {
 /// The default matcher: a required scope is covered only by the same scope.
 ///
 /// ```
-/// use mcp_core::auth::{ExactScopes, ScopeMatcher};
+/// use ferrymcp_core::auth::{ExactScopes, ScopeMatcher};
 /// assert!(ExactScopes.covers(&["read".to_owned()], "read"));
 /// assert!(!ExactScopes.covers(&["read".to_owned()], "read:all"));
 /// ```
@@ -52,11 +52,11 @@ type Predicate = Arc<dyn Fn(&Principal) -> bool + Send + Sync>;
 /// anyone in, anonymous callers included; any other needs a principal.
 ///
 /// ```
-/// use mcp_core::auth::{ExactScopes, Principal, Requirement};
+/// use ferrymcp_core::auth::{ExactScopes, Principal, Requirement};
 /// let admin = Requirement::scopes(["admin"]).and(Requirement::predicate(|p: &Principal| {
 ///     p.claim("tenant").is_some_and(|t| t == "acme")
 /// }));
-/// let mut claims = mcp_core::types::JsonObject::new();
+/// let mut claims = ferrymcp_core::types::JsonObject::new();
 /// claims.insert("tenant".into(), "acme".into());
 /// let alice = Principal::new("app").with_scopes(["admin"]).with_claims(claims);
 /// assert!(admin.allows(Some(&alice), &ExactScopes));
@@ -74,7 +74,7 @@ impl Requirement {
     /// No requirement: anyone may use the component.
     ///
     /// ```
-    /// assert!(mcp_core::auth::Requirement::none().is_none());
+    /// assert!(ferrymcp_core::auth::Requirement::none().is_none());
     /// ```
     pub fn none() -> Self {
         Self::default()
@@ -83,7 +83,7 @@ impl Requirement {
     /// Every one of `scopes` is needed.
     ///
     /// ```
-    /// let r = mcp_core::auth::Requirement::scopes(["read", "write"]);
+    /// let r = ferrymcp_core::auth::Requirement::scopes(["read", "write"]);
     /// assert_eq!(r.required_scopes(), ["read", "write"]);
     /// ```
     pub fn scopes<I, S>(scopes: I) -> Self
@@ -101,7 +101,7 @@ impl Requirement {
     /// The caller must be a principal for which `allowed` is true.
     ///
     /// ```
-    /// use mcp_core::auth::{ExactScopes, Principal, Requirement};
+    /// use ferrymcp_core::auth::{ExactScopes, Principal, Requirement};
     /// let staff = Requirement::predicate(|p: &Principal| p.client_id == "staff-app");
     /// assert!(staff.allows(Some(&Principal::new("staff-app")), &ExactScopes));
     /// ```
@@ -115,7 +115,7 @@ impl Requirement {
     /// Both requirements (a mount's and its component's, say).
     ///
     /// ```
-    /// use mcp_core::auth::Requirement;
+    /// use ferrymcp_core::auth::Requirement;
     /// let both = Requirement::scopes(["child"]).and(Requirement::scopes(["write", "child"]));
     /// assert_eq!(both.required_scopes(), ["child", "write"]);
     /// ```
@@ -130,7 +130,7 @@ impl Requirement {
     /// Whether anyone may use the component.
     ///
     /// ```
-    /// assert!(!mcp_core::auth::Requirement::scopes(["a"]).is_none());
+    /// assert!(!ferrymcp_core::auth::Requirement::scopes(["a"]).is_none());
     /// ```
     pub fn is_none(&self) -> bool {
         self.scopes.is_empty() && self.predicates.is_empty()
@@ -139,7 +139,7 @@ impl Requirement {
     /// The scopes needed, in the order first given, without repeats.
     ///
     /// ```
-    /// assert!(mcp_core::auth::Requirement::none().required_scopes().is_empty());
+    /// assert!(ferrymcp_core::auth::Requirement::none().required_scopes().is_empty());
     /// ```
     pub fn required_scopes(&self) -> &[String] {
         &self.scopes
@@ -148,7 +148,7 @@ impl Requirement {
     /// Whether `principal` meets the requirement, scopes compared by `matcher`.
     ///
     /// ```
-    /// use mcp_core::auth::{ExactScopes, Principal, Requirement};
+    /// use ferrymcp_core::auth::{ExactScopes, Principal, Requirement};
     /// let read = Requirement::scopes(["read"]);
     /// assert!(read.allows(Some(&Principal::new("c").with_scopes(["read"])), &ExactScopes));
     /// assert!(!read.allows(Some(&Principal::new("c")), &ExactScopes));
@@ -197,7 +197,7 @@ impl From<&str> for Requirement {
 /// Whether a caller may perform an operation, decided before it runs.
 ///
 /// ```
-/// use mcp_core::auth::Access;
+/// use ferrymcp_core::auth::Access;
 /// let denied = Access::Denied { scopes: vec!["child".into()] };
 /// assert!(!denied.is_allowed());
 /// ```
@@ -217,7 +217,7 @@ impl Access {
     /// Whether the operation may go ahead.
     ///
     /// ```
-    /// assert!(mcp_core::auth::Access::Allowed.is_allowed());
+    /// assert!(ferrymcp_core::auth::Access::Allowed.is_allowed());
     /// ```
     pub fn is_allowed(&self) -> bool {
         matches!(self, Self::Allowed)
@@ -228,7 +228,7 @@ impl Access {
 /// `Mcp-Method`/`Mcp-Name` headers, or from the body).
 ///
 /// ```
-/// use mcp_core::auth::Operation;
+/// use ferrymcp_core::auth::Operation;
 /// let call = Operation::CallTool("child_multiply");
 /// assert_eq!(call, Operation::CallTool("child_multiply"));
 /// ```

@@ -14,8 +14,8 @@ pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 /// A resource URI that cannot be this server's canonical URI.
 ///
 /// ```
-/// use mcp_core::auth::ResourceServer;
-/// # use mcp_core::auth::{Principal, verify::{TokenVerifier, Verified, VerifyError}};
+/// use ferrymcp_core::auth::ResourceServer;
+/// # use ferrymcp_core::auth::{Principal, verify::{TokenVerifier, Verified, VerifyError}};
 /// # struct Nobody;
 /// # #[async_trait::async_trait]
 /// # impl TokenVerifier for Nobody {
@@ -50,8 +50,8 @@ pub enum InvalidResource {
 /// case, no trailing slash.
 ///
 /// ```
-/// use mcp_core::auth::ResourceServer;
-/// # use mcp_core::auth::{Principal, verify::{TokenVerifier, Verified, VerifyError}};
+/// use ferrymcp_core::auth::ResourceServer;
+/// # use ferrymcp_core::auth::{Principal, verify::{TokenVerifier, Verified, VerifyError}};
 /// # struct Verifier;
 /// # #[async_trait::async_trait]
 /// # impl TokenVerifier for Verifier {
@@ -101,7 +101,7 @@ impl ResourceServer {
     /// accepts.
     ///
     /// ```
-    /// # use mcp_core::auth::{ResourceServer, Principal, verify::{TokenVerifier, Verified, VerifyError}};
+    /// # use ferrymcp_core::auth::{ResourceServer, Principal, verify::{TokenVerifier, Verified, VerifyError}};
     /// # struct Verifier;
     /// # #[async_trait::async_trait]
     /// # impl TokenVerifier for Verifier {
@@ -121,7 +121,7 @@ impl ResourceServer {
     ///
     /// ```
     /// # use std::sync::Arc;
-    /// # use mcp_core::auth::{ResourceServer, Principal, verify::{TokenVerifier, Verified, VerifyError}};
+    /// # use ferrymcp_core::auth::{ResourceServer, Principal, verify::{TokenVerifier, Verified, VerifyError}};
     /// # struct Verifier;
     /// # #[async_trait::async_trait]
     /// # impl TokenVerifier for Verifier {
@@ -155,7 +155,7 @@ impl ResourceServer {
     /// Adds an authorization server (its issuer URL) clients may get tokens from.
     ///
     /// ```
-    /// # use mcp_core::auth::{ResourceServer, Principal, verify::{TokenVerifier, Verified, VerifyError}};
+    /// # use ferrymcp_core::auth::{ResourceServer, Principal, verify::{TokenVerifier, Verified, VerifyError}};
     /// # struct Verifier;
     /// # #[async_trait::async_trait]
     /// # impl TokenVerifier for Verifier {
@@ -185,7 +185,7 @@ impl ResourceServer {
     /// left out: it is not a scope of this resource.
     ///
     /// ```
-    /// # use mcp_core::auth::{ResourceServer, Principal, verify::{TokenVerifier, Verified, VerifyError}};
+    /// # use ferrymcp_core::auth::{ResourceServer, Principal, verify::{TokenVerifier, Verified, VerifyError}};
     /// # struct Verifier;
     /// # #[async_trait::async_trait]
     /// # impl TokenVerifier for Verifier {
@@ -209,7 +209,7 @@ impl ResourceServer {
     /// component's requirements add their own.
     ///
     /// ```
-    /// # use mcp_core::auth::{ResourceServer, Principal, verify::{TokenVerifier, Verified, VerifyError}};
+    /// # use ferrymcp_core::auth::{ResourceServer, Principal, verify::{TokenVerifier, Verified, VerifyError}};
     /// # struct Verifier;
     /// # #[async_trait::async_trait]
     /// # impl TokenVerifier for Verifier {
@@ -231,7 +231,7 @@ impl ResourceServer {
     /// A human-readable name for the metadata's `resource_name`.
     ///
     /// ```
-    /// # use mcp_core::auth::{ResourceServer, Principal, verify::{TokenVerifier, Verified, VerifyError}};
+    /// # use ferrymcp_core::auth::{ResourceServer, Principal, verify::{TokenVerifier, Verified, VerifyError}};
     /// # struct Verifier;
     /// # #[async_trait::async_trait]
     /// # impl TokenVerifier for Verifier {
@@ -249,7 +249,7 @@ impl ResourceServer {
     /// A URL of human-readable documentation, for `resource_documentation`.
     ///
     /// ```
-    /// # use mcp_core::auth::{ResourceServer, Principal, verify::{TokenVerifier, Verified, VerifyError}};
+    /// # use ferrymcp_core::auth::{ResourceServer, Principal, verify::{TokenVerifier, Verified, VerifyError}};
     /// # struct Verifier;
     /// # #[async_trait::async_trait]
     /// # impl TokenVerifier for Verifier {
@@ -267,7 +267,7 @@ impl ResourceServer {
     /// The canonical URI of the resource (the audience of its tokens).
     ///
     /// ```
-    /// # use mcp_core::auth::{ResourceServer, Principal, verify::{TokenVerifier, Verified, VerifyError}};
+    /// # use ferrymcp_core::auth::{ResourceServer, Principal, verify::{TokenVerifier, Verified, VerifyError}};
     /// # struct Verifier;
     /// # #[async_trait::async_trait]
     /// # impl TokenVerifier for Verifier {
@@ -282,7 +282,7 @@ impl ResourceServer {
     /// The URL of the metadata document, as advertised in challenges.
     ///
     /// ```
-    /// # use mcp_core::auth::{ResourceServer, Principal, verify::{TokenVerifier, Verified, VerifyError}};
+    /// # use ferrymcp_core::auth::{ResourceServer, Principal, verify::{TokenVerifier, Verified, VerifyError}};
     /// # struct Verifier;
     /// # #[async_trait::async_trait]
     /// # impl TokenVerifier for Verifier {
@@ -298,7 +298,7 @@ impl ResourceServer {
     /// The RFC 9728 metadata document.
     ///
     /// ```
-    /// # use mcp_core::auth::{ResourceServer, Principal, verify::{TokenVerifier, Verified, VerifyError}};
+    /// # use ferrymcp_core::auth::{ResourceServer, Principal, verify::{TokenVerifier, Verified, VerifyError}};
     /// # struct Verifier;
     /// # #[async_trait::async_trait]
     /// # impl TokenVerifier for Verifier {
@@ -315,7 +315,7 @@ impl ResourceServer {
     /// The scopes every request needs.
     ///
     /// ```
-    /// # use mcp_core::auth::{ResourceServer, Principal, verify::{TokenVerifier, Verified, VerifyError}};
+    /// # use ferrymcp_core::auth::{ResourceServer, Principal, verify::{TokenVerifier, Verified, VerifyError}};
     /// # struct Verifier;
     /// # #[async_trait::async_trait]
     /// # impl TokenVerifier for Verifier {

@@ -7,7 +7,7 @@ use std::{fmt, sync::Arc};
 /// only by asking for it as a parameter. `Debug` never shows it.
 ///
 /// ```
-/// use mcp_core::auth::BearerToken;
+/// use ferrymcp_core::auth::BearerToken;
 /// let token = BearerToken::new("eyJhbGciOi...");
 /// assert_eq!(token.expose(), "eyJhbGciOi...");
 /// assert_eq!(format!("{token:?}"), "BearerToken(<redacted>)");
@@ -19,7 +19,7 @@ impl BearerToken {
     /// Wraps a token.
     ///
     /// ```
-    /// let _ = mcp_core::auth::BearerToken::new("t");
+    /// let _ = ferrymcp_core::auth::BearerToken::new("t");
     /// ```
     pub fn new(token: impl Into<String>) -> Self {
         Self(Arc::from(token.into()))
@@ -29,7 +29,7 @@ impl BearerToken {
     /// call needs a token of its own (token exchange).
     ///
     /// ```
-    /// assert_eq!(mcp_core::auth::BearerToken::new("t").expose(), "t");
+    /// assert_eq!(ferrymcp_core::auth::BearerToken::new("t").expose(), "t");
     /// ```
     pub fn expose(&self) -> &str {
         &self.0

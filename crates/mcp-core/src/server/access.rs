@@ -12,7 +12,7 @@
 
 use std::sync::{Arc, atomic::Ordering};
 
-use mcp_types::{ErrorCode, ErrorData};
+use ferrymcp_types::{ErrorCode, ErrorData};
 
 use super::{Resolved, Server, lock, unknown_tool};
 use crate::{
@@ -97,7 +97,7 @@ impl Server {
     /// parent's.
     ///
     /// ```
-    /// use mcp_core::{Server, ToolCall, ToolDef, RequestScope, auth::{Principal, ScopeMatcher}};
+    /// use ferrymcp_core::{Server, ToolCall, ToolDef, RequestScope, auth::{Principal, ScopeMatcher}};
     /// struct Prefix;
     /// impl ScopeMatcher for Prefix {
     ///     fn covers(&self, granted: &[String], required: &str) -> bool {
@@ -123,7 +123,7 @@ impl Server {
     /// needs. The setting of the server a request enters applies.
     ///
     /// ```
-    /// let s = mcp_core::Server::new("s").hide_unauthorized(false);
+    /// let s = ferrymcp_core::Server::new("s").hide_unauthorized(false);
     /// assert!(!s.hides_unauthorized());
     /// ```
     pub fn hide_unauthorized(self, hide: bool) -> Self {
@@ -134,7 +134,7 @@ impl Server {
     /// See [`hide_unauthorized`](Self::hide_unauthorized).
     ///
     /// ```
-    /// assert!(mcp_core::Server::new("s").hides_unauthorized());
+    /// assert!(ferrymcp_core::Server::new("s").hides_unauthorized());
     /// ```
     pub fn hides_unauthorized(&self) -> bool {
         self.inner.hide_unauthorized.load(Ordering::Relaxed)
@@ -148,7 +148,7 @@ impl Server {
     /// `Allowed`: dispatch answers it.
     ///
     /// ```
-    /// use mcp_core::{MountOptions, Server, ToolDef, auth::{Access, Operation, Principal}};
+    /// use ferrymcp_core::{MountOptions, Server, ToolDef, auth::{Access, Operation, Principal}};
     /// let child = Server::new("child");
     /// child.add_tool(ToolDef::new("multiply", || async { 6 }).requires(["math"])).unwrap();
     /// let server = Server::new("s");
@@ -191,7 +191,7 @@ impl Server {
     /// resource metadata, say.
     ///
     /// ```
-    /// use mcp_core::{MountOptions, Server, ToolDef};
+    /// use ferrymcp_core::{MountOptions, Server, ToolDef};
     /// let child = Server::new("child");
     /// child.add_tool(ToolDef::new("t", || async {}).requires(["write", "child"])).unwrap();
     /// let server = Server::new("s");

@@ -13,7 +13,7 @@ use super::{Server, ServerInner, lock};
 ///
 /// ```
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-/// use mcp_core::{ListKind, Server};
+/// use ferrymcp_core::{ListKind, Server};
 /// let (parent, child) = (Server::new("parent"), Server::new("child"));
 /// parent.mount(&child, "child").unwrap();
 /// let mut changes = parent.list_changes();
@@ -46,7 +46,7 @@ impl Server {
     /// changed".
     ///
     /// ```
-    /// let mut changes = mcp_core::Server::new("s").list_changes();
+    /// let mut changes = ferrymcp_core::Server::new("s").list_changes();
     /// assert!(changes.try_recv().is_err());
     /// ```
     pub fn list_changes(&self) -> broadcast::Receiver<ListKind> {

@@ -8,7 +8,7 @@
 
 use std::{collections::BTreeSet, sync::Arc};
 
-use mcp_types::{CompleteRequestParams, CompleteResult, CompletionInfo, ErrorData, Reference};
+use ferrymcp_types::{CompleteRequestParams, CompleteResult, CompletionInfo, ErrorData, Reference};
 use serde_json::Value;
 
 use super::{Route, Server, access::Gates, prompts::unknown_prompt};
@@ -31,8 +31,8 @@ impl Server {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// use mcp_core::{PromptDef, RequestScope, Server, completion::Completion};
-    /// use mcp_core::types::{ArgumentInfo, CompleteRequestParams, Reference};
+    /// use ferrymcp_core::{PromptDef, RequestScope, Server, completion::Completion};
+    /// use ferrymcp_core::types::{ArgumentInfo, CompleteRequestParams, Reference};
     ///
     /// let s = Server::new("s");
     /// s.add_prompt(PromptDef::new("plan", || async { "Plan" })

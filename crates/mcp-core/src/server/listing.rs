@@ -5,7 +5,7 @@
 
 use std::{collections::BTreeSet, sync::Arc};
 
-use mcp_types::ErrorData;
+use ferrymcp_types::ErrorData;
 
 use super::{Server, Visibility};
 use crate::{

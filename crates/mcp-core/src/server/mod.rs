@@ -25,11 +25,11 @@ pub use resources::ResourceRead;
 pub use updates::MAX_RESOURCE_SUBSCRIPTIONS;
 
 use arc_swap::ArcSwap;
-use futures::FutureExt as _;
-use mcp_types::{
+use ferrymcp_types::{
     CallToolResponse, ErrorCode, ErrorData, Implementation, JsonObject, ServerCapabilities,
     ServerConfig, TASKS_EXTENSION_ID,
 };
+use futures::FutureExt as _;
 use serde_json::Value;
 
 use crate::{
@@ -57,7 +57,7 @@ type StopHook = Arc<dyn Fn(Server) -> BoxFuture<'static, ()> + Send + Sync>;
 /// takes `&self` for the same reason.
 ///
 /// ```
-/// use mcp_core::{Args, Server, ToolDef};
+/// use ferrymcp_core::{Args, Server, ToolDef};
 ///
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct Pair { a: i64, b: i64 }
@@ -73,7 +73,7 @@ type StopHook = Arc<dyn Fn(Server) -> BoxFuture<'static, ()> + Send + Sync>;
 ///     .call_tool("child_multiply", serde_json::json!({"a": 8, "b": 9}))
 ///     .await
 ///     .unwrap();
-/// let mcp_core::types::CallToolResponse::Complete(result) = result else { unreachable!() };
+/// let ferrymcp_core::types::CallToolResponse::Complete(result) = result else { unreachable!() };
 /// assert_eq!(result.structured_content.unwrap()["result"], 72);
 /// # });
 /// ```
@@ -85,7 +85,7 @@ pub struct Server {
 /// A [`Server`] handle that does not keep it alive ([`Server::downgrade`]).
 ///
 /// ```
-/// let weak = mcp_core::Server::new("x").downgrade();
+/// let weak = ferrymcp_core::Server::new("x").downgrade();
 /// assert!(weak.upgrade().is_none());
 /// ```
 #[derive(Clone)]
@@ -95,7 +95,7 @@ impl WeakServer {
     /// The server, if it still exists.
     ///
     /// ```
-    /// let s = mcp_core::Server::new("x");
+    /// let s = ferrymcp_core::Server::new("x");
     /// assert!(s.downgrade().upgrade().is_some());
     /// ```
     pub fn upgrade(&self) -> Option<Server> {
@@ -187,12 +187,12 @@ pub(crate) struct Resolved {
 ///
 /// ```
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-/// use mcp_core::{Server, ToolCall, ToolDef};
+/// use ferrymcp_core::{Server, ToolCall, ToolDef};
 /// let server = Server::new("s");
 /// server.add_tool(ToolDef::new("calc", || async { 7 }).version("1.0")).unwrap();
 /// server.add_tool(ToolDef::new("calc", || async { 12 }).version("2.0")).unwrap();
 /// let reply = server.call(ToolCall::new("calc").version("1.0")).await.unwrap();
-/// # let mcp_core::types::CallToolResponse::Complete(r) = reply else { unreachable!() };
+/// # let ferrymcp_core::types::CallToolResponse::Complete(r) = reply else { unreachable!() };
 /// # assert_eq!(r.structured_content.unwrap()["result"], 7);
 /// # });
 /// ```
@@ -209,7 +209,7 @@ impl ToolCall {
     /// A call to `name` with no arguments.
     ///
     /// ```
-    /// let _ = mcp_core::ToolCall::new("add");
+    /// let _ = ferrymcp_core::ToolCall::new("add");
     /// ```
     pub fn new(name: impl Into<String>) -> Self {
         Self {
@@ -224,7 +224,7 @@ impl ToolCall {
     /// The arguments: a JSON object (`null` means none; anything else is `-32602`).
     ///
     /// ```
-    /// let _ = mcp_core::ToolCall::new("add").arguments(serde_json::json!({"a": 1, "b": 2}));
+    /// let _ = ferrymcp_core::ToolCall::new("add").arguments(serde_json::json!({"a": 1, "b": 2}));
     /// ```
     pub fn arguments(mut self, arguments: Value) -> Self {
         self.arguments = arguments;
@@ -232,7 +232,7 @@ impl ToolCall {
     }
 }
 
-crate::builders::request_builders!(ToolCall, "mcp_core::ToolCall::new(\"t\")");
+crate::builders::request_builders!(ToolCall, "ferrymcp_core::ToolCall::new(\"t\")");
 
 /// What [`Server::start`] returns: the running server, to [`stop`](RunningServer::stop).
 #[must_use = "a running server should be stopped with `stop().await`"]
@@ -248,7 +248,7 @@ impl RunningServer {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let running = mcp_core::Server::new("s").start().await.unwrap();
+    /// let running = ferrymcp_core::Server::new("s").start().await.unwrap();
     /// assert_eq!(running.server().name(), "s");
     /// running.stop().await;
     /// # });
@@ -262,7 +262,7 @@ impl RunningServer {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let running = mcp_core::Server::new("s").start().await.unwrap();
+    /// let running = ferrymcp_core::Server::new("s").start().await.unwrap();
     /// running.stop().await;
     /// # });
     /// ```
@@ -357,7 +357,7 @@ impl Server {
     /// [`mask_error_details`](Self::mask_error_details).
     ///
     /// ```
-    /// assert_eq!(mcp_core::Server::new("demo").name(), "demo");
+    /// assert_eq!(ferrymcp_core::Server::new("demo").name(), "demo");
     /// ```
     pub fn new(name: impl Into<String>) -> Self {
         Self {
@@ -396,7 +396,7 @@ impl Server {
     /// The server's name (`serverInfo.name`).
     ///
     /// ```
-    /// assert_eq!(mcp_core::Server::new("x").name(), "x");
+    /// assert_eq!(ferrymcp_core::Server::new("x").name(), "x");
     /// ```
     pub fn name(&self) -> &str {
         &self.inner.name
@@ -405,7 +405,7 @@ impl Server {
     /// Sets the server's version (`serverInfo.version`).
     ///
     /// ```
-    /// let s = mcp_core::Server::new("x").with_version("1.2.3");
+    /// let s = ferrymcp_core::Server::new("x").with_version("1.2.3");
     /// assert_eq!(s.version().as_deref(), Some("1.2.3"));
     /// ```
     pub fn with_version(self, version: impl std::fmt::Display) -> Self {
@@ -416,7 +416,7 @@ impl Server {
     /// Sets the human-readable title (`serverInfo.title`).
     ///
     /// ```
-    /// let _ = mcp_core::Server::new("x").with_title("The X server");
+    /// let _ = ferrymcp_core::Server::new("x").with_title("The X server");
     /// ```
     pub fn with_title(self, title: impl Into<String>) -> Self {
         self.info_mut().title = Some(title.into());
@@ -426,7 +426,7 @@ impl Server {
     /// Sets the instructions clients may show a model.
     ///
     /// ```
-    /// let _ = mcp_core::Server::new("x").with_instructions("Use add for sums.");
+    /// let _ = ferrymcp_core::Server::new("x").with_instructions("Use add for sums.");
     /// ```
     pub fn with_instructions(self, instructions: impl Into<String>) -> Self {
         self.info_mut().instructions = Some(instructions.into());
@@ -439,8 +439,8 @@ impl Server {
     /// [`with_request_state_keys`](Self::with_request_state_keys) with one key.
     ///
     /// ```
-    /// let s = mcp_core::Server::new("s").with_request_state_key([7u8; 32]).unwrap();
-    /// assert!(mcp_core::Server::new("s").with_request_state_key(b"short".to_vec()).is_err());
+    /// let s = ferrymcp_core::Server::new("s").with_request_state_key([7u8; 32]).unwrap();
+    /// assert!(ferrymcp_core::Server::new("s").with_request_state_key(b"short".to_vec()).is_err());
     /// # drop(s);
     /// ```
     pub fn with_request_state_key(self, key: impl Into<Vec<u8>>) -> Result<Self, ServerError> {
@@ -461,8 +461,8 @@ impl Server {
     ///
     /// ```
     /// let (new, old) = ([2u8; 32], [1u8; 32]);
-    /// let s = mcp_core::Server::new("s").with_request_state_keys([new, old]).unwrap();
-    /// assert!(mcp_core::Server::new("s").with_request_state_keys(Vec::<[u8; 32]>::new()).is_err());
+    /// let s = ferrymcp_core::Server::new("s").with_request_state_keys([new, old]).unwrap();
+    /// assert!(ferrymcp_core::Server::new("s").with_request_state_keys(Vec::<[u8; 32]>::new()).is_err());
     /// # drop(s);
     /// ```
     pub fn with_request_state_keys<K: AsRef<[u8]>>(
@@ -481,7 +481,7 @@ impl Server {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let s = mcp_core::Server::new("s").with_request_state_ttl(Duration::from_secs(60));
+    /// let s = ferrymcp_core::Server::new("s").with_request_state_ttl(Duration::from_secs(60));
     /// assert_eq!(s.request_state_ttl(), Duration::from_secs(60));
     /// ```
     pub fn with_request_state_ttl(self, ttl: std::time::Duration) -> Self {
@@ -493,7 +493,7 @@ impl Server {
     /// How long a sealed `requestState` stays valid.
     ///
     /// ```
-    /// let s = mcp_core::Server::new("s");
+    /// let s = ferrymcp_core::Server::new("s");
     /// assert_eq!(s.request_state_ttl(), std::time::Duration::from_secs(15 * 60));
     /// ```
     pub fn request_state_ttl(&self) -> std::time::Duration {
@@ -508,7 +508,7 @@ impl Server {
     /// The server's version, if set.
     ///
     /// ```
-    /// assert!(mcp_core::Server::new("x").version().is_none());
+    /// assert!(ferrymcp_core::Server::new("x").version().is_none());
     /// ```
     pub fn version(&self) -> Option<String> {
         self.info().version.clone()
@@ -533,7 +533,7 @@ impl Server {
     /// The owning server's setting applies.
     ///
     /// ```
-    /// let s = mcp_core::Server::new("x").mask_error_details(false);
+    /// let s = ferrymcp_core::Server::new("x").mask_error_details(false);
     /// assert!(!s.masks_error_details());
     /// ```
     pub fn mask_error_details(self, mask: bool) -> Self {
@@ -544,7 +544,7 @@ impl Server {
     /// See [`mask_error_details`](Self::mask_error_details).
     ///
     /// ```
-    /// assert!(mcp_core::Server::new("x").masks_error_details());
+    /// assert!(ferrymcp_core::Server::new("x").masks_error_details());
     /// ```
     pub fn masks_error_details(&self) -> bool {
         self.inner.mask_error_details.load(Ordering::Relaxed)
@@ -560,7 +560,7 @@ impl Server {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let s = mcp_core::Server::new("s").with_call_timeout(Duration::from_secs(30));
+    /// let s = ferrymcp_core::Server::new("s").with_call_timeout(Duration::from_secs(30));
     /// assert_eq!(s.call_timeout(), Some(Duration::from_secs(30)));
     /// ```
     pub fn with_call_timeout(self, timeout: Duration) -> Self {
@@ -572,7 +572,7 @@ impl Server {
     /// The default set with [`with_call_timeout`](Self::with_call_timeout), if any.
     ///
     /// ```
-    /// assert_eq!(mcp_core::Server::new("s").call_timeout(), None);
+    /// assert_eq!(ferrymcp_core::Server::new("s").call_timeout(), None);
     /// ```
     pub fn call_timeout(&self) -> Option<Duration> {
         match self.inner.call_timeout.load(Ordering::Relaxed) {
@@ -585,7 +585,7 @@ impl Server {
     /// integer parameter). Off by default.
     ///
     /// ```
-    /// let _ = mcp_core::Server::new("x").strict_input_validation(true);
+    /// let _ = ferrymcp_core::Server::new("x").strict_input_validation(true);
     /// ```
     pub fn strict_input_validation(self, strict: bool) -> Self {
         self.inner
@@ -598,7 +598,7 @@ impl Server {
     /// end with it).
     ///
     /// ```
-    /// let s = mcp_core::Server::new("x");
+    /// let s = ferrymcp_core::Server::new("x");
     /// let weak = s.downgrade();
     /// assert!(weak.upgrade().is_some_and(|again| again.ptr_eq(&s)));
     /// drop(s);
@@ -611,9 +611,9 @@ impl Server {
     /// Whether `other` is this very server (not a copy).
     ///
     /// ```
-    /// let s = mcp_core::Server::new("x");
+    /// let s = ferrymcp_core::Server::new("x");
     /// assert!(s.ptr_eq(&s.clone()));
-    /// assert!(!s.ptr_eq(&mcp_core::Server::new("x")));
+    /// assert!(!s.ptr_eq(&ferrymcp_core::Server::new("x")));
     /// ```
     pub fn ptr_eq(&self, other: &Server) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
@@ -628,7 +628,7 @@ impl Server {
     /// registered, or when the input schema is not an object.
     ///
     /// ```
-    /// use mcp_core::{Server, ServerError, ToolDef};
+    /// use ferrymcp_core::{Server, ServerError, ToolDef};
     /// let s = Server::new("s");
     /// s.add_tool(ToolDef::new("t", || async { 1 }).version("1.0")).unwrap();
     /// s.add_tool(ToolDef::new("t", || async { 2 }).version("2.0")).unwrap();
@@ -675,7 +675,7 @@ impl Server {
     /// `add_tool(ToolDef::new(name, handler))`.
     ///
     /// ```
-    /// mcp_core::Server::new("s").tool("ping", || async { "pong" }).unwrap();
+    /// ferrymcp_core::Server::new("s").tool("ping", || async { "pong" }).unwrap();
     /// ```
     pub fn tool<H: crate::Handler<M>, M: 'static>(
         &self,
@@ -690,7 +690,7 @@ impl Server {
     /// parents stop showing it at once.
     ///
     /// ```
-    /// let s = mcp_core::Server::new("s");
+    /// let s = ferrymcp_core::Server::new("s");
     /// s.tool("t", || async {}).unwrap();
     /// assert!(s.remove_tool("t"));
     /// assert!(!s.remove_tool("t"));
@@ -703,7 +703,7 @@ impl Server {
     /// with [`MountOptions`] (renames). See [`mount`](crate::mount).
     ///
     /// ```
-    /// use mcp_core::Server;
+    /// use ferrymcp_core::Server;
     /// let (parent, child) = (Server::new("parent"), Server::new("child"));
     /// parent.mount(&child, "child").unwrap();
     /// parent.mount(&Server::new("flat"), None).unwrap();
@@ -743,7 +743,7 @@ impl Server {
     /// The directly mounted children, in mount order.
     ///
     /// ```
-    /// assert!(mcp_core::Server::new("s").mounted().is_empty());
+    /// assert!(ferrymcp_core::Server::new("s").mounted().is_empty());
     /// ```
     pub fn mounted(&self) -> Vec<Server> {
         self.inner
@@ -776,8 +776,8 @@ impl Server {
     ///
     /// ```
     /// struct Nop;
-    /// impl mcp_core::Middleware for Nop {}
-    /// mcp_core::Server::new("s").add_middleware(Nop);
+    /// impl ferrymcp_core::Middleware for Nop {}
+    /// ferrymcp_core::Server::new("s").add_middleware(Nop);
     /// ```
     pub fn add_middleware(&self, middleware: impl Middleware) -> &Self {
         let _write = lock(&self.inner.write);
@@ -793,8 +793,8 @@ impl Server {
     /// ```
     /// struct Ext;
     /// #[async_trait::async_trait]
-    /// impl mcp_core::Extension for Ext { fn id(&self) -> &str { "com.example/ext" } }
-    /// let s = mcp_core::Server::new("s");
+    /// impl ferrymcp_core::Extension for Ext { fn id(&self) -> &str { "com.example/ext" } }
+    /// let s = ferrymcp_core::Server::new("s");
     /// s.add_extension(Ext).unwrap();
     /// assert!(s.add_extension(Ext).is_err());
     /// ```
@@ -835,8 +835,8 @@ impl Server {
     /// ```
     /// struct Ext;
     /// #[async_trait::async_trait]
-    /// impl mcp_core::Extension for Ext { fn id(&self) -> &str { "com.example/ext" } }
-    /// let s = mcp_core::Server::new("s");
+    /// impl ferrymcp_core::Extension for Ext { fn id(&self) -> &str { "com.example/ext" } }
+    /// let s = ferrymcp_core::Server::new("s");
     /// s.add_extension(Ext).unwrap();
     /// assert!(s.extension_as::<Ext>().is_some());
     /// ```
@@ -851,7 +851,7 @@ impl Server {
     /// The extension registered here under `id`.
     ///
     /// ```
-    /// assert!(mcp_core::Server::new("s").extension("x").is_none());
+    /// assert!(ferrymcp_core::Server::new("s").extension("x").is_none());
     /// ```
     pub fn extension(&self, id: &str) -> Option<Arc<dyn Extension>> {
         self.inner
@@ -870,7 +870,7 @@ impl Server {
     /// The settings every registered extension advertises, by identifier.
     ///
     /// ```
-    /// assert!(mcp_core::Server::new("s").extension_settings().is_empty());
+    /// assert!(ferrymcp_core::Server::new("s").extension_settings().is_empty());
     /// ```
     pub fn extension_settings(&self) -> std::collections::BTreeMap<String, JsonObject> {
         self.inner
@@ -884,7 +884,7 @@ impl Server {
     /// Attaches typed state, read by tools through [`State`](crate::State).
     ///
     /// ```
-    /// let s = mcp_core::Server::new("s");
+    /// let s = ferrymcp_core::Server::new("s");
     /// s.insert_state(42u32);
     /// assert_eq!(s.state::<u32>(), Some(42));
     /// ```
@@ -899,7 +899,7 @@ impl Server {
     /// This server's state of type `T`, if any.
     ///
     /// ```
-    /// assert_eq!(mcp_core::Server::new("s").state::<u32>(), None);
+    /// assert_eq!(ferrymcp_core::Server::new("s").state::<u32>(), None);
     /// ```
     pub fn state<T: Clone + Send + Sync + 'static>(&self) -> Option<T> {
         self.inner
@@ -915,7 +915,7 @@ impl Server {
     /// however deep the server sits. Parents' hooks run before their children's.
     ///
     /// ```
-    /// let s = mcp_core::Server::new("s");
+    /// let s = ferrymcp_core::Server::new("s");
     /// s.on_start(|server| async move {
     ///     server.insert_state(String::from("ready"));
     ///     Ok(())
@@ -933,7 +933,7 @@ impl Server {
     /// Runs `hook` when the server stops; children's hooks run before their parents'.
     ///
     /// ```
-    /// mcp_core::Server::new("s").on_stop(|_server| async {});
+    /// ferrymcp_core::Server::new("s").on_stop(|_server| async {});
     /// ```
     pub fn on_stop<F, Fut>(&self, hook: F) -> &Self
     where
@@ -1025,8 +1025,8 @@ impl Server {
     /// Hides every component, local or mounted, carrying one of `tags`.
     ///
     /// ```
-    /// let s = mcp_core::Server::new("s");
-    /// s.add_tool(mcp_core::ToolDef::new("t", || async {}).tag("blocked")).unwrap();
+    /// let s = ferrymcp_core::Server::new("s");
+    /// s.add_tool(ferrymcp_core::ToolDef::new("t", || async {}).tag("blocked")).unwrap();
     /// s.disable_tags(["blocked"]);
     /// assert!(s.get_tool("t", None).is_none());
     /// ```
@@ -1038,8 +1038,8 @@ impl Server {
     /// Shows only components carrying at least one of `tags`.
     ///
     /// ```
-    /// let s = mcp_core::Server::new("s");
-    /// s.add_tool(mcp_core::ToolDef::new("t", || async {})).unwrap();
+    /// let s = ferrymcp_core::Server::new("s");
+    /// s.add_tool(ferrymcp_core::ToolDef::new("t", || async {})).unwrap();
     /// s.enable_only_tags(["allowed"]);
     /// assert!(s.get_tool("t", None).is_none());
     /// ```
@@ -1055,7 +1055,7 @@ impl Server {
     /// Hides the tool called `name` at this server (namespaced names for mounted ones).
     ///
     /// ```
-    /// let s = mcp_core::Server::new("s");
+    /// let s = ferrymcp_core::Server::new("s");
     /// s.tool("t", || async {}).unwrap();
     /// s.disable_tool("t");
     /// assert!(s.get_tool("t", None).is_none());
@@ -1073,7 +1073,7 @@ impl Server {
     /// Shows a tool hidden by [`disable_tool`](Self::disable_tool) again.
     ///
     /// ```
-    /// mcp_core::Server::new("s").enable_tool("t");
+    /// ferrymcp_core::Server::new("s").enable_tool("t");
     /// ```
     pub fn enable_tool(&self, name: &str) -> &Self {
         self.update_visibility(|v| {
@@ -1146,7 +1146,7 @@ impl Server {
     /// the highest version, or the one `version` selects.
     ///
     /// ```
-    /// use mcp_core::{Server, ToolDef, version::{Version, VersionSpec}};
+    /// use ferrymcp_core::{Server, ToolDef, version::{Version, VersionSpec}};
     /// let s = Server::new("s");
     /// s.add_tool(ToolDef::new("calc", || async { 1 }).version("1.0")).unwrap();
     /// s.add_tool(ToolDef::new("calc", || async { 2 }).version("2.0")).unwrap();
@@ -1202,10 +1202,10 @@ impl Server {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let s = mcp_core::Server::new("s");
+    /// let s = ferrymcp_core::Server::new("s");
     /// s.tool("ping", || async { "pong" }).unwrap();
     /// let reply = s.call_tool("ping", serde_json::Value::Null).await.unwrap();
-    /// # let mcp_core::types::CallToolResponse::Complete(r) = reply else { unreachable!() };
+    /// # let ferrymcp_core::types::CallToolResponse::Complete(r) = reply else { unreachable!() };
     /// # assert_eq!(r.structured_content.unwrap()["result"], "pong");
     /// # });
     /// ```
@@ -1221,9 +1221,9 @@ impl Server {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let s = mcp_core::Server::new("s");
+    /// let s = ferrymcp_core::Server::new("s");
     /// s.tool("ping", || async { "pong" }).unwrap();
-    /// let reply = s.call(mcp_core::ToolCall::new("ping").without_middleware()).await;
+    /// let reply = s.call(ferrymcp_core::ToolCall::new("ping").without_middleware()).await;
     /// assert!(reply.is_ok());
     /// # });
     /// ```
@@ -1386,7 +1386,7 @@ impl Server {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let s = mcp_core::Server::new("s");
+    /// let s = ferrymcp_core::Server::new("s");
     /// s.tool("a", || async {}).unwrap();
     /// assert_eq!(s.list_tools().await.unwrap().len(), 1);
     /// # });
@@ -1399,8 +1399,8 @@ impl Server {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let s = mcp_core::Server::new("s");
-    /// assert!(s.list_tools_in(mcp_core::RequestScope::new()).await.unwrap().is_empty());
+    /// let s = ferrymcp_core::Server::new("s");
+    /// assert!(s.list_tools_in(ferrymcp_core::RequestScope::new()).await.unwrap().is_empty());
     /// # });
     /// ```
     pub async fn list_tools_in(&self, scope: RequestScope) -> Result<Vec<ToolInfo>, ErrorData> {
@@ -1414,8 +1414,8 @@ impl Server {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let s = mcp_core::Server::new("s");
-    /// let err = s.request("nope/nothing", None, mcp_core::RequestScope::new()).await.unwrap_err();
+    /// let s = ferrymcp_core::Server::new("s");
+    /// let err = s.request("nope/nothing", None, ferrymcp_core::RequestScope::new()).await.unwrap_err();
     /// assert_eq!(err.code.0, -32601);
     /// # });
     /// ```
@@ -1501,7 +1501,7 @@ impl Server {
     /// The `initialize`/`server/discover` answer: identity, tools, extension settings.
     ///
     /// ```
-    /// let config = mcp_core::Server::new("demo").with_version("1.0").server_config();
+    /// let config = ferrymcp_core::Server::new("demo").with_version("1.0").server_config();
     /// assert_eq!(config.server_info.name, "demo");
     /// assert!(config.capabilities.tools.is_some());
     /// ```
@@ -1513,7 +1513,7 @@ impl Server {
     /// 2026-07-28 ([`Extension::legacy_era`]).
     ///
     /// ```
-    /// assert!(mcp_core::Server::new("demo").legacy_server_config().capabilities.extensions.is_none());
+    /// assert!(ferrymcp_core::Server::new("demo").legacy_server_config().capabilities.extensions.is_none());
     /// ```
     pub fn legacy_server_config(&self) -> ServerConfig {
         self.config_for(true)
@@ -1573,7 +1573,7 @@ impl Server {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// use mcp_core::{Server, ServerError, ToolDef};
+    /// use ferrymcp_core::{Server, ServerError, ToolDef};
     /// let s = Server::new("s");
     /// s.add_tool(ToolDef::new("slow", || async {}).task(true)).unwrap();
     /// assert!(matches!(s.start().await, Err(ServerError::TasksExtensionMissing { .. })));

@@ -3,7 +3,7 @@
 
 use std::{collections::BTreeSet, sync::Arc};
 
-use mcp_types::{ErrorData, GetPromptResponse, JsonObject};
+use ferrymcp_types::{ErrorData, GetPromptResponse, JsonObject};
 use serde_json::Value;
 
 use super::{Route, Server};
@@ -16,7 +16,7 @@ use crate::{
 ///
 /// ```
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-/// use mcp_core::{PromptGet, Server};
+/// use ferrymcp_core::{PromptGet, Server};
 /// let s = Server::new("s");
 /// s.prompt("hello", || async { "Say hello" }).unwrap();
 /// let rendered = s.render(PromptGet::new("hello").without_middleware()).await;
@@ -36,7 +36,7 @@ impl PromptGet {
     /// Renders the prompt `name`.
     ///
     /// ```
-    /// let _ = mcp_core::PromptGet::new("hello");
+    /// let _ = ferrymcp_core::PromptGet::new("hello");
     /// ```
     pub fn new(name: impl Into<String>) -> Self {
         Self {
@@ -51,7 +51,7 @@ impl PromptGet {
     /// Sets one argument.
     ///
     /// ```
-    /// let _ = mcp_core::PromptGet::new("greet").argument("name", "Ada");
+    /// let _ = ferrymcp_core::PromptGet::new("greet").argument("name", "Ada");
     /// ```
     pub fn argument(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.arguments
@@ -60,7 +60,7 @@ impl PromptGet {
     }
 }
 
-crate::builders::request_builders!(PromptGet, "mcp_core::PromptGet::new(\"p\")");
+crate::builders::request_builders!(PromptGet, "ferrymcp_core::PromptGet::new(\"p\")");
 
 pub(crate) fn unknown_prompt(name: &str) -> ErrorData {
     ErrorData::invalid_params(format!("Unknown prompt: '{name}'"), None)
@@ -70,7 +70,7 @@ impl Server {
     /// Registers a prompt, with the versioning rules of [`add_tool`](Self::add_tool).
     ///
     /// ```
-    /// use mcp_core::{PromptDef, Server, ServerError};
+    /// use ferrymcp_core::{PromptDef, Server, ServerError};
     /// let s = Server::new("s");
     /// s.add_prompt(PromptDef::new("p", || async { "one" }).version("1.0")).unwrap();
     /// let mixed = s.add_prompt(PromptDef::new("p", || async { "two" }));
@@ -98,7 +98,7 @@ impl Server {
     /// `add_prompt(PromptDef::new(name, handler))`.
     ///
     /// ```
-    /// mcp_core::Server::new("s").prompt("hello", || async { "Say hello" }).unwrap();
+    /// ferrymcp_core::Server::new("s").prompt("hello", || async { "Say hello" }).unwrap();
     /// ```
     pub fn prompt<H, M, R>(&self, name: impl Into<String>, handler: H) -> Result<&Self, ServerError>
     where
@@ -113,7 +113,7 @@ impl Server {
     /// Removes every version of the prompt `name`; whether there was one.
     ///
     /// ```
-    /// let s = mcp_core::Server::new("s");
+    /// let s = ferrymcp_core::Server::new("s");
     /// s.prompt("hello", || async { "Say hello" }).unwrap();
     /// assert!(s.remove_prompt("hello"));
     /// ```
@@ -125,7 +125,7 @@ impl Server {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let s = mcp_core::Server::new("s");
+    /// let s = ferrymcp_core::Server::new("s");
     /// s.prompt("hello", || async { "Say hello" }).unwrap();
     /// assert_eq!(s.list_prompts().await.unwrap()[0].name(), "hello");
     /// # });
@@ -139,9 +139,9 @@ impl Server {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let s = mcp_core::Server::new("s");
-    /// s.add_prompt(mcp_core::PromptDef::new("p", || async { "x" }).requires(["admin"])).unwrap();
-    /// assert!(s.list_prompts_in(mcp_core::RequestScope::new()).await.unwrap().is_empty());
+    /// let s = ferrymcp_core::Server::new("s");
+    /// s.add_prompt(ferrymcp_core::PromptDef::new("p", || async { "x" }).requires(["admin"])).unwrap();
+    /// assert!(s.list_prompts_in(ferrymcp_core::RequestScope::new()).await.unwrap().is_empty());
     /// # });
     /// ```
     pub async fn list_prompts_in(&self, scope: RequestScope) -> Result<Vec<PromptInfo>, ErrorData> {
@@ -151,7 +151,7 @@ impl Server {
     /// The prompt `name` as this server would render it, without running anything.
     ///
     /// ```
-    /// let s = mcp_core::Server::new("s");
+    /// let s = ferrymcp_core::Server::new("s");
     /// s.prompt("hello", || async { "Say hello" }).unwrap();
     /// assert_eq!(s.get_prompt_info("hello", None).unwrap().owner().name(), "s");
     /// ```
@@ -179,7 +179,7 @@ impl Server {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let s = mcp_core::Server::new("s");
+    /// let s = ferrymcp_core::Server::new("s");
     /// let error = s.get_prompt("nope", Default::default()).await.unwrap_err();
     /// assert_eq!(error.message, "Unknown prompt: 'nope'");
     /// # });
@@ -198,9 +198,9 @@ impl Server {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let s = mcp_core::Server::new("s");
+    /// let s = ferrymcp_core::Server::new("s");
     /// s.prompt("hello", || async { "Say hello" }).unwrap();
-    /// assert!(s.render(mcp_core::PromptGet::new("hello")).await.is_ok());
+    /// assert!(s.render(ferrymcp_core::PromptGet::new("hello")).await.is_ok());
     /// # });
     /// ```
     pub async fn render(&self, get: PromptGet) -> Result<GetPromptResponse, ErrorData> {

@@ -7,7 +7,7 @@
 
 use std::{collections::BTreeSet, sync::Arc};
 
-use mcp_types::{ErrorData, JsonObject, ReadResourceResponse};
+use ferrymcp_types::{ErrorData, JsonObject, ReadResourceResponse};
 use serde_json::Value;
 
 use super::{Route, Server};
@@ -55,7 +55,7 @@ pub(crate) struct ResolvedRead {
 ///
 /// ```
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-/// use mcp_core::{ResourceDef, ResourceRead, Server};
+/// use ferrymcp_core::{ResourceDef, ResourceRead, Server};
 /// let s = Server::new("s");
 /// s.add_resource(ResourceDef::new("data://v", || async { "one" }).version("1.0")).unwrap();
 /// s.add_resource(ResourceDef::new("data://v", || async { "two" }).version("2.0")).unwrap();
@@ -75,7 +75,7 @@ impl ResourceRead {
     /// A read of `uri`.
     ///
     /// ```
-    /// let _ = mcp_core::ResourceRead::new("data://readme");
+    /// let _ = ferrymcp_core::ResourceRead::new("data://readme");
     /// ```
     pub fn new(uri: impl Into<String>) -> Self {
         Self {
@@ -87,7 +87,10 @@ impl ResourceRead {
     }
 }
 
-crate::builders::request_builders!(ResourceRead, "mcp_core::ResourceRead::new(\"data://x\")");
+crate::builders::request_builders!(
+    ResourceRead,
+    "ferrymcp_core::ResourceRead::new(\"data://x\")"
+);
 
 /// `-32002` (rmcp sends `-32602` to 2026-07-28 clients) with the URI in `data.uri`, as
 /// SEP-2164 asks.
@@ -106,7 +109,7 @@ impl Server {
     ///.
     ///
     /// ```
-    /// use mcp_core::{Args, ResourceDef, Server, ServerError};
+    /// use ferrymcp_core::{Args, ResourceDef, Server, ServerError};
     /// #[derive(serde::Deserialize, schemars::JsonSchema)]
     /// struct Id { id: u32 }
     /// let s = Server::new("s");
@@ -164,7 +167,7 @@ impl Server {
     /// `add_resource(ResourceDef::new(uri, handler))`.
     ///
     /// ```
-    /// mcp_core::Server::new("s").resource("data://readme", || async { "hello" }).unwrap();
+    /// ferrymcp_core::Server::new("s").resource("data://readme", || async { "hello" }).unwrap();
     /// ```
     pub fn resource<H, M, R>(
         &self,
@@ -184,7 +187,7 @@ impl Server {
     /// was one. Mounted parents stop showing it at once.
     ///
     /// ```
-    /// let s = mcp_core::Server::new("s");
+    /// let s = ferrymcp_core::Server::new("s");
     /// s.resource("data://readme", || async { "hello" }).unwrap();
     /// assert!(s.remove_resource("data://readme"));
     /// assert!(!s.remove_resource("data://readme"));
@@ -198,7 +201,7 @@ impl Server {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let s = mcp_core::Server::new("s");
+    /// let s = ferrymcp_core::Server::new("s");
     /// s.resource("data://readme", || async { "hello" }).unwrap();
     /// assert_eq!(s.list_resources().await.unwrap()[0].uri(), "data://readme");
     /// # });
@@ -212,9 +215,9 @@ impl Server {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let s = mcp_core::Server::new("s");
-    /// s.add_resource(mcp_core::ResourceDef::new("data://secret", || async { "x" }).requires(["admin"])).unwrap();
-    /// assert!(s.list_resources_in(mcp_core::RequestScope::new()).await.unwrap().is_empty());
+    /// let s = ferrymcp_core::Server::new("s");
+    /// s.add_resource(ferrymcp_core::ResourceDef::new("data://secret", || async { "x" }).requires(["admin"])).unwrap();
+    /// assert!(s.list_resources_in(ferrymcp_core::RequestScope::new()).await.unwrap().is_empty());
     /// # });
     /// ```
     pub async fn list_resources_in(
@@ -228,7 +231,7 @@ impl Server {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let s = mcp_core::Server::new("s");
+    /// let s = ferrymcp_core::Server::new("s");
     /// assert!(s.list_resource_templates().await.unwrap().is_empty());
     /// # });
     /// ```
@@ -240,8 +243,8 @@ impl Server {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let s = mcp_core::Server::new("s");
-    /// let listed = s.list_resource_templates_in(mcp_core::RequestScope::new()).await.unwrap();
+    /// let s = ferrymcp_core::Server::new("s");
+    /// let listed = s.list_resource_templates_in(ferrymcp_core::RequestScope::new()).await.unwrap();
     /// assert!(listed.is_empty());
     /// # });
     /// ```
@@ -257,7 +260,7 @@ impl Server {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let s = mcp_core::Server::new("s");
+    /// let s = ferrymcp_core::Server::new("s");
     /// let error = s.read_resource("data://nothing").await.unwrap_err();
     /// assert_eq!(error.code.0, -32002);
     /// assert_eq!(error.message, "Unknown resource: 'data://nothing'");
@@ -274,9 +277,9 @@ impl Server {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let s = mcp_core::Server::new("s");
+    /// let s = ferrymcp_core::Server::new("s");
     /// s.resource("data://readme", || async { "hello" }).unwrap();
-    /// assert!(s.read(mcp_core::ResourceRead::new("data://readme")).await.is_ok());
+    /// assert!(s.read(ferrymcp_core::ResourceRead::new("data://readme")).await.is_ok());
     /// # });
     /// ```
     pub async fn read(&self, read: ResourceRead) -> Result<ReadResourceResponse, ErrorData> {

@@ -9,7 +9,7 @@ use std::{
     sync::{Arc, Weak},
 };
 
-use mcp_types::ErrorData;
+use ferrymcp_types::ErrorData;
 use tokio::sync::broadcast;
 
 use super::{Server, ServerInner, lock, resources::unknown_resource};
@@ -30,7 +30,7 @@ impl Server {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// use mcp_core::Server;
+    /// use ferrymcp_core::Server;
     /// let (parent, child) = (Server::new("parent"), Server::new("child"));
     /// parent.mount(&child, "docs").unwrap();
     /// let mut updates = parent.resource_updates();
@@ -68,7 +68,7 @@ impl Server {
     /// as "everything watched changed".
     ///
     /// ```
-    /// let mut updates = mcp_core::Server::new("s").resource_updates();
+    /// let mut updates = ferrymcp_core::Server::new("s").resource_updates();
     /// assert!(updates.try_recv().is_err());
     /// ```
     pub fn resource_updates(&self) -> broadcast::Receiver<Arc<str>> {

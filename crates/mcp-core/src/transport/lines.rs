@@ -25,8 +25,8 @@ use std::{
     time::Duration,
 };
 
+use ferrymcp_types::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use futures::StreamExt as _;
-use mcp_types::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::{
     RoleServer,
     model::{
@@ -180,7 +180,7 @@ fn error_line(id: Value, code: i32, message: String) -> Vec<u8> {
 }
 
 fn parse_error(message: String) -> Vec<u8> {
-    error_line(Value::Null, mcp_types::codes::PARSE_ERROR, message)
+    error_line(Value::Null, ferrymcp_types::codes::PARSE_ERROR, message)
 }
 
 /// The answer to a line that is not a valid client message, if it deserves one.
@@ -199,7 +199,7 @@ fn reject(line: &str, error: &serde_json::Error) -> Option<Vec<u8>> {
             };
             Some(error_line(
                 id,
-                mcp_types::codes::INVALID_REQUEST,
+                ferrymcp_types::codes::INVALID_REQUEST,
                 format!("Invalid Request: {error}"),
             ))
         }

@@ -21,7 +21,7 @@ use crate::{McpService, Server, ServerError};
 ///
 /// ```
 /// use std::time::Duration;
-/// let config = mcp_core::StdioConfig::new()
+/// let config = ferrymcp_core::StdioConfig::new()
 ///     .max_line_bytes(1024 * 1024)
 ///     .drain_grace(Duration::from_secs(2));
 /// assert_eq!(config.max_line(), 1024 * 1024);
@@ -46,22 +46,22 @@ impl StdioConfig {
     /// The default longest line: 16 MiB.
     ///
     /// ```
-    /// assert_eq!(mcp_core::StdioConfig::DEFAULT_MAX_LINE_BYTES, 16 * 1024 * 1024);
+    /// assert_eq!(ferrymcp_core::StdioConfig::DEFAULT_MAX_LINE_BYTES, 16 * 1024 * 1024);
     /// ```
     pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
     /// The default time requests in flight get to answer after end of input: 10 s.
     ///
     /// ```
-    /// assert_eq!(mcp_core::StdioConfig::DEFAULT_DRAIN_GRACE.as_secs(), 10);
+    /// assert_eq!(ferrymcp_core::StdioConfig::DEFAULT_DRAIN_GRACE.as_secs(), 10);
     /// ```
     pub const DEFAULT_DRAIN_GRACE: Duration = Duration::from_secs(10);
 
     /// The defaults: lines up to 16 MiB, a 10 s drain grace.
     ///
     /// ```
-    /// let config = mcp_core::StdioConfig::new();
-    /// assert_eq!(config.max_line(), mcp_core::StdioConfig::DEFAULT_MAX_LINE_BYTES);
+    /// let config = ferrymcp_core::StdioConfig::new();
+    /// assert_eq!(config.max_line(), ferrymcp_core::StdioConfig::DEFAULT_MAX_LINE_BYTES);
     /// ```
     pub fn new() -> Self {
         Self::default()
@@ -72,7 +72,7 @@ impl StdioConfig {
     /// A value of 0 is taken as 1.
     ///
     /// ```
-    /// assert_eq!(mcp_core::StdioConfig::new().max_line_bytes(4096).max_line(), 4096);
+    /// assert_eq!(ferrymcp_core::StdioConfig::new().max_line_bytes(4096).max_line(), 4096);
     /// ```
     pub fn max_line_bytes(mut self, bytes: usize) -> Self {
         self.max_line_bytes = bytes.max(1);
@@ -82,7 +82,7 @@ impl StdioConfig {
     /// The longest line accepted, in bytes.
     ///
     /// ```
-    /// assert_eq!(mcp_core::StdioConfig::new().max_line(), 16 * 1024 * 1024);
+    /// assert_eq!(ferrymcp_core::StdioConfig::new().max_line(), 16 * 1024 * 1024);
     /// ```
     pub fn max_line(&self) -> usize {
         self.max_line_bytes
@@ -92,7 +92,7 @@ impl StdioConfig {
     /// server stops without them.
     ///
     /// ```
-    /// let _ = mcp_core::StdioConfig::new().drain_grace(std::time::Duration::from_millis(500));
+    /// let _ = ferrymcp_core::StdioConfig::new().drain_grace(std::time::Duration::from_millis(500));
     /// ```
     pub fn drain_grace(mut self, grace: Duration) -> Self {
         self.drain_grace = grace;
@@ -102,7 +102,7 @@ impl StdioConfig {
     /// The drain grace.
     ///
     /// ```
-    /// assert_eq!(mcp_core::StdioConfig::new().grace().as_secs(), 10);
+    /// assert_eq!(ferrymcp_core::StdioConfig::new().grace().as_secs(), 10);
     /// ```
     pub fn grace(&self) -> Duration {
         self.drain_grace
@@ -115,8 +115,8 @@ impl Server {
     /// protocol messages: log to stderr.
     ///
     /// ```no_run
-    /// # async fn run() -> Result<(), mcp_core::ServerError> {
-    /// mcp_core::Server::new("demo").serve_stdio().await
+    /// # async fn run() -> Result<(), ferrymcp_core::ServerError> {
+    /// ferrymcp_core::Server::new("demo").serve_stdio().await
     /// # }
     /// ```
     pub async fn serve_stdio(self) -> Result<(), ServerError> {
@@ -126,9 +126,9 @@ impl Server {
     /// Like [`serve_stdio`](Self::serve_stdio), with `config`'s limits.
     ///
     /// ```no_run
-    /// # async fn run() -> Result<(), mcp_core::ServerError> {
-    /// let config = mcp_core::StdioConfig::new().max_line_bytes(1024 * 1024);
-    /// mcp_core::Server::new("demo").serve_stdio_with(config).await
+    /// # async fn run() -> Result<(), ferrymcp_core::ServerError> {
+    /// let config = ferrymcp_core::StdioConfig::new().max_line_bytes(1024 * 1024);
+    /// ferrymcp_core::Server::new("demo").serve_stdio_with(config).await
     /// # }
     /// ```
     pub async fn serve_stdio_with(self, config: StdioConfig) -> Result<(), ServerError> {
@@ -144,7 +144,7 @@ impl Server {
     /// let (client_end, server_end) = tokio::io::duplex(4096);
     /// let (read, write) = tokio::io::split(server_end);
     /// drop(client_end); // the client hangs up at once
-    /// mcp_core::Server::new("demo").serve_io(read, write).await.unwrap();
+    /// ferrymcp_core::Server::new("demo").serve_io(read, write).await.unwrap();
     /// # });
     /// ```
     pub async fn serve_io<R, W>(self, read: R, write: W) -> Result<(), ServerError>
@@ -164,8 +164,8 @@ impl Server {
     /// use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
     /// let (client_end, server_end) = tokio::io::duplex(4096);
     /// let (read, write) = tokio::io::split(server_end);
-    /// let config = mcp_core::StdioConfig::new().max_line_bytes(64);
-    /// let serving = tokio::spawn(mcp_core::Server::new("demo").serve_io_with(read, write, config));
+    /// let config = ferrymcp_core::StdioConfig::new().max_line_bytes(64);
+    /// let serving = tokio::spawn(ferrymcp_core::Server::new("demo").serve_io_with(read, write, config));
     /// let (client_read, mut client_write) = tokio::io::split(client_end);
     /// client_write.write_all(&[b'x'; 100]).await.unwrap();
     /// client_write.write_all(b"\n").await.unwrap();

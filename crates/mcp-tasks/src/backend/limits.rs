@@ -19,7 +19,7 @@
 /// | [`max_result_bytes`](Self::max_result_bytes) | 1 MiB of JSON | `MCP_TASKS_MAX_RESULT_BYTES` |
 ///
 /// ```
-/// use mcp_tasks::backend::TaskLimits;
+/// use ferrymcp_tasks::backend::TaskLimits;
 /// let limits = TaskLimits::default().with_max_tasks_per_caller(10);
 /// assert_eq!(limits.max_tasks_per_caller, 10);
 /// assert_eq!(limits.max_tasks, 10_000);
@@ -54,7 +54,7 @@ impl TaskLimits {
     /// Limits that never refuse anything (tests and benchmarks only).
     ///
     /// ```
-    /// assert_eq!(mcp_tasks::backend::TaskLimits::unlimited().max_tasks, u64::MAX);
+    /// assert_eq!(ferrymcp_tasks::backend::TaskLimits::unlimited().max_tasks, u64::MAX);
     /// ```
     pub fn unlimited() -> Self {
         Self {
@@ -69,7 +69,7 @@ impl TaskLimits {
     /// Sets [`max_tasks_per_caller`](Self::max_tasks_per_caller) (at least 1).
     ///
     /// ```
-    /// let _ = mcp_tasks::backend::TaskLimits::default().with_max_tasks_per_caller(5);
+    /// let _ = ferrymcp_tasks::backend::TaskLimits::default().with_max_tasks_per_caller(5);
     /// ```
     pub fn with_max_tasks_per_caller(mut self, max: u64) -> Self {
         self.max_tasks_per_caller = max.max(1);
@@ -79,7 +79,7 @@ impl TaskLimits {
     /// Sets [`max_tasks`](Self::max_tasks) (at least 1).
     ///
     /// ```
-    /// let _ = mcp_tasks::backend::TaskLimits::default().with_max_tasks(1_000);
+    /// let _ = ferrymcp_tasks::backend::TaskLimits::default().with_max_tasks(1_000);
     /// ```
     pub fn with_max_tasks(mut self, max: u64) -> Self {
         self.max_tasks = max.max(1);
@@ -89,7 +89,7 @@ impl TaskLimits {
     /// Sets [`max_kept`](Self::max_kept) (at least 1).
     ///
     /// ```
-    /// let _ = mcp_tasks::backend::TaskLimits::default().with_max_kept(50_000);
+    /// let _ = ferrymcp_tasks::backend::TaskLimits::default().with_max_kept(50_000);
     /// ```
     pub fn with_max_kept(mut self, max: u64) -> Self {
         self.max_kept = max.max(1);
@@ -99,7 +99,7 @@ impl TaskLimits {
     /// Sets [`max_argument_bytes`](Self::max_argument_bytes).
     ///
     /// ```
-    /// let _ = mcp_tasks::backend::TaskLimits::default().with_max_argument_bytes(64 * 1024);
+    /// let _ = ferrymcp_tasks::backend::TaskLimits::default().with_max_argument_bytes(64 * 1024);
     /// ```
     pub fn with_max_argument_bytes(mut self, max: usize) -> Self {
         self.max_argument_bytes = max;
@@ -109,7 +109,7 @@ impl TaskLimits {
     /// Sets [`max_result_bytes`](Self::max_result_bytes).
     ///
     /// ```
-    /// let _ = mcp_tasks::backend::TaskLimits::default().with_max_result_bytes(64 * 1024);
+    /// let _ = ferrymcp_tasks::backend::TaskLimits::default().with_max_result_bytes(64 * 1024);
     /// ```
     pub fn with_max_result_bytes(mut self, max: usize) -> Self {
         self.max_result_bytes = max;
@@ -120,7 +120,7 @@ impl TaskLimits {
 /// Which limit a refusal hit.
 ///
 /// ```
-/// use mcp_tasks::backend::Limit;
+/// use ferrymcp_tasks::backend::Limit;
 /// assert_eq!(Limit::TasksPerCaller.setting(), "MCP_TASKS_MAX_TASKS_PER_CALLER");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -141,7 +141,7 @@ impl Limit {
     /// The environment variable that sets this limit.
     ///
     /// ```
-    /// assert_eq!(mcp_tasks::backend::Limit::ResultBytes.setting(), "MCP_TASKS_MAX_RESULT_BYTES");
+    /// assert_eq!(ferrymcp_tasks::backend::Limit::ResultBytes.setting(), "MCP_TASKS_MAX_RESULT_BYTES");
     /// ```
     pub fn setting(self) -> &'static str {
         match self {
@@ -167,7 +167,7 @@ impl Limit {
 /// A refusal: `limit` allows at most `max`.
 ///
 /// ```
-/// use mcp_tasks::backend::{Limit, LimitExceeded};
+/// use ferrymcp_tasks::backend::{Limit, LimitExceeded};
 /// let refusal = LimitExceeded { limit: Limit::TasksPerCaller, max: 100 };
 /// assert_eq!(
 ///     refusal.to_string(),
@@ -206,6 +206,6 @@ impl std::error::Error for LimitExceeded {}
 /// over [`TaskLimits::max_argument_bytes`] are invalid parameters instead (`-32602`).
 ///
 /// ```
-/// assert_eq!(mcp_tasks::backend::LIMIT_CODE, -32000);
+/// assert_eq!(ferrymcp_tasks::backend::LIMIT_CODE, -32000);
 /// ```
 pub const LIMIT_CODE: i32 = -32000;

@@ -25,7 +25,7 @@ use std::{
 };
 
 use async_trait::async_trait;
-use mcp_types::{InputResponses, JsonObject, TaskStatus};
+use ferrymcp_types::{InputResponses, JsonObject, TaskStatus};
 use serde_json::{Value, json};
 use tokio::{
     sync::{Notify, broadcast, mpsc},
@@ -42,7 +42,7 @@ use crate::ids;
 /// How long a claim is valid without a heartbeat, unless configured.
 ///
 /// ```
-/// assert_eq!(mcp_tasks::backend::memory::DEFAULT_LEASE.as_secs(), 30);
+/// assert_eq!(ferrymcp_tasks::backend::memory::DEFAULT_LEASE.as_secs(), 30);
 /// ```
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 /// The message of a task failed because its worker was lost.
@@ -54,11 +54,11 @@ const IDLE_SWEEP: Duration = Duration::from_secs(1);
 ///
 /// ```
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-/// use mcp_tasks::backend::{TaskBackend, memory::MemoryBackend, NewTask, Owner};
+/// use ferrymcp_tasks::backend::{TaskBackend, memory::MemoryBackend, NewTask, Owner};
 /// let backend = MemoryBackend::new();
 /// let owner = Owner::of(None);
 /// let view = backend.submit(NewTask {
-///     id: mcp_tasks::new_task_id(), owner: owner.clone(), caller: "anon:".into(), tool: "t".into(), version: None,
+///     id: ferrymcp_tasks::new_task_id(), owner: owner.clone(), caller: "anon:".into(), tool: "t".into(), version: None,
 ///     arguments: Default::default(), context: Default::default(),
 ///     ttl: Some(std::time::Duration::from_secs(60)),
 ///     poll_interval: std::time::Duration::from_secs(1), max_attempts: 1,
@@ -317,7 +317,7 @@ impl MemoryBackend {
     /// An empty store whose claims lapse after `lease` without a heartbeat.
     ///
     /// ```
-    /// let _ = mcp_tasks::backend::memory::MemoryBackend::with_lease(std::time::Duration::from_secs(5));
+    /// let _ = ferrymcp_tasks::backend::memory::MemoryBackend::with_lease(std::time::Duration::from_secs(5));
     /// ```
     pub fn with_lease(lease: Duration) -> Self {
         Self {
@@ -333,7 +333,7 @@ impl MemoryBackend {
     /// The same store, enforcing `limits` instead of [`TaskLimits::default`].
     ///
     /// ```
-    /// use mcp_tasks::backend::{TaskLimits, memory::MemoryBackend};
+    /// use ferrymcp_tasks::backend::{TaskLimits, memory::MemoryBackend};
     /// let _ = MemoryBackend::new().with_limits(TaskLimits::default().with_max_tasks_per_caller(10));
     /// ```
     pub fn with_limits(mut self, limits: TaskLimits) -> Self {
@@ -392,7 +392,7 @@ impl MemoryBackend {
             self.enqueue(state, id);
         } else {
             record.error = Some(pack(&json!({
-                "code": mcp_types::codes::INTERNAL_ERROR,
+                "code": ferrymcp_types::codes::INTERNAL_ERROR,
                 "message": LOST_WORKER_MESSAGE,
             })));
             record.status_message = Some(LOST_WORKER_MESSAGE.to_owned());
@@ -869,7 +869,7 @@ impl TaskBackend for MemoryBackend {
 #[cfg(test)]
 mod tests {
     //! State transitions, races, leases and TTL are covered by the generic conformance suite
-    //! (`test_helpers::backend_conformance`, run in `tests/memory_conformance.rs`); this only
+    //! (`ferrymcp_test_helpers::backend_conformance`, run in `tests/memory_conformance.rs`); this only
     //! checks the memory backend's own helpers.
     use super::*;
 

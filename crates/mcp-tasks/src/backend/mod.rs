@@ -19,15 +19,15 @@ pub use limits::{LIMIT_CODE, Limit, LimitExceeded, TaskLimits};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_types::{InputResponses, JsonObject, TaskStatus};
+use ferrymcp_types::{InputResponses, JsonObject, TaskStatus};
 use serde_json::Value;
 
 /// Who a task belongs to. Every request-side operation names the owner, and a task of
 /// another owner is indistinguishable from a missing one.
 ///
 /// ```
-/// use mcp_core::auth::Principal;
-/// use mcp_tasks::backend::Owner;
+/// use ferrymcp_core::auth::Principal;
+/// use ferrymcp_tasks::backend::Owner;
 /// assert_eq!(Owner::of(None).as_str(), "anon");
 /// assert_eq!(Owner::of(Some(&Principal::new("app").with_subject("alice"))).as_str(), "auth:app|alice");
 /// // A client literally called "anon" never aliases the anonymous keyspace.
@@ -38,7 +38,7 @@ pub struct Owner(String);
 
 impl Owner {
     /// The owner of a request by `principal`; `None` is the anonymous keyspace.
-    pub fn of(principal: Option<&mcp_core::auth::Principal>) -> Self {
+    pub fn of(principal: Option<&ferrymcp_core::auth::Principal>) -> Self {
         match principal {
             Some(p) => Owner(format!("auth:{}", p.scope_key())),
             None => Owner("anon".to_owned()),
@@ -54,8 +54,8 @@ impl Owner {
 /// Identifies one worker (a process or an embedded pool) for leases.
 ///
 /// ```
-/// let a = mcp_tasks::backend::WorkerId::new();
-/// assert_ne!(a, mcp_tasks::backend::WorkerId::new());
+/// let a = ferrymcp_tasks::backend::WorkerId::new();
+/// assert_ne!(a, ferrymcp_tasks::backend::WorkerId::new());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct WorkerId(String);
@@ -249,8 +249,8 @@ pub enum BackendError {
 /// when it declared none).
 ///
 /// ```
-/// use mcp_core::auth::Principal;
-/// use mcp_tasks::backend::caller_key;
+/// use ferrymcp_core::auth::Principal;
+/// use ferrymcp_tasks::backend::caller_key;
 /// assert_eq!(caller_key(Some(&Principal::new("app")), Some("ignored")), "auth:app");
 /// // A declared name is cut to 64 characters.
 /// assert_eq!(caller_key(None, Some(&"x".repeat(100))).len(), "anon:".len() + 64);
@@ -258,7 +258,7 @@ pub enum BackendError {
 /// assert_eq!(caller_key(None, None), "anon:");
 /// ```
 pub fn caller_key(
-    principal: Option<&mcp_core::auth::Principal>,
+    principal: Option<&ferrymcp_core::auth::Principal>,
     client_name: Option<&str>,
 ) -> String {
     match principal {

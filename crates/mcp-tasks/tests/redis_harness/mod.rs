@@ -7,8 +7,8 @@
 
 use std::{sync::LazyLock, time::Duration};
 
-use mcp_tasks::backend::redis::{RedisBackend, RedisOptions};
-use test_helpers::backend_conformance::Harness;
+use ferrymcp_tasks::backend::redis::{RedisBackend, RedisOptions};
+use ferrymcp_test_helpers::backend_conformance::Harness;
 
 /// The lease the backend under test grants: the clock cases take a few leases each, in
 /// real time, and tolerate a quarter lease of scheduling delay at each deadline (250 ms, so

@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use mcp_tasks::backend::{NewTask, Owner};
+use ferrymcp_tasks::backend::{NewTask, Owner};
 
 /// A new anonymous `echo` task of `caller`, with no arguments, kept an hour, one attempt.
 pub fn echo_task(caller: &str) -> NewTask {
     NewTask {
-        id: mcp_tasks::new_task_id(),
+        id: ferrymcp_tasks::new_task_id(),
         owner: Owner::of(None),
         caller: caller.to_owned(),
         tool: "echo".to_owned(),

@@ -16,7 +16,7 @@ use super::{AuthConfigError, TokenVerifier, Verified, VerifyError};
 ///
 /// ```
 /// use std::time::Duration;
-/// use mcp_core::auth::verify::CacheLimits;
+/// use ferrymcp_core::auth::verify::CacheLimits;
 /// let limits = CacheLimits::default()
 ///     .max_entries(1_000)
 ///     .max_ttl(Duration::from_secs(60))
@@ -36,19 +36,19 @@ impl CacheLimits {
     /// The default [`max_entries`](Self::max_entries): 10 000 tokens.
     ///
     /// ```
-    /// assert_eq!(mcp_core::auth::verify::CacheLimits::DEFAULT_MAX_ENTRIES, 10_000);
+    /// assert_eq!(ferrymcp_core::auth::verify::CacheLimits::DEFAULT_MAX_ENTRIES, 10_000);
     /// ```
     pub const DEFAULT_MAX_ENTRIES: usize = 10_000;
     /// The default [`max_ttl`](Self::max_ttl): 5 minutes.
     ///
     /// ```
-    /// assert_eq!(mcp_core::auth::verify::CacheLimits::DEFAULT_MAX_TTL.as_secs(), 300);
+    /// assert_eq!(ferrymcp_core::auth::verify::CacheLimits::DEFAULT_MAX_TTL.as_secs(), 300);
     /// ```
     pub const DEFAULT_MAX_TTL: Duration = Duration::from_secs(300);
     /// The default [`invalid_ttl`](Self::invalid_ttl): 5 s.
     ///
     /// ```
-    /// assert_eq!(mcp_core::auth::verify::CacheLimits::DEFAULT_INVALID_TTL.as_secs(), 5);
+    /// assert_eq!(ferrymcp_core::auth::verify::CacheLimits::DEFAULT_INVALID_TTL.as_secs(), 5);
     /// ```
     pub const DEFAULT_INVALID_TTL: Duration = Duration::from_secs(5);
 
@@ -56,7 +56,7 @@ impl CacheLimits {
     /// entries make room (tokens seen once go before tokens seen again).
     ///
     /// ```
-    /// let _ = mcp_core::auth::verify::CacheLimits::default().max_entries(100);
+    /// let _ = ferrymcp_core::auth::verify::CacheLimits::default().max_entries(100);
     /// ```
     pub fn max_entries(mut self, max_entries: usize) -> Self {
         self.max_entries = max_entries;
@@ -69,7 +69,7 @@ impl CacheLimits {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// let _ = mcp_core::auth::verify::CacheLimits::default().max_ttl(Duration::from_secs(30));
+    /// let _ = ferrymcp_core::auth::verify::CacheLimits::default().max_ttl(Duration::from_secs(30));
     /// ```
     pub fn max_ttl(mut self, max_ttl: Duration) -> Self {
         self.max_ttl = max_ttl;
@@ -82,7 +82,7 @@ impl CacheLimits {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// let _ = mcp_core::auth::verify::CacheLimits::default().invalid_ttl(Duration::ZERO);
+    /// let _ = ferrymcp_core::auth::verify::CacheLimits::default().invalid_ttl(Duration::ZERO);
     /// ```
     pub fn invalid_ttl(mut self, invalid_ttl: Duration) -> Self {
         self.invalid_ttl = invalid_ttl;
@@ -107,7 +107,7 @@ impl Default for CacheLimits {
 /// concurrent requests with the same new token ask the wrapped verifier once.
 ///
 /// ```no_run
-/// use mcp_core::auth::verify::{CachedVerifier, JwtVerifier, TokenVerifier};
+/// use ferrymcp_core::auth::verify::{CachedVerifier, JwtVerifier, TokenVerifier};
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let verifier = CachedVerifier::new(
 ///     JwtVerifier::builder("https://auth.example.com").audience("https://mcp.example.com/mcp").build()?,
@@ -141,7 +141,7 @@ impl<V: TokenVerifier> CachedVerifier<V> {
     /// Wraps `inner` with the default [`CacheLimits`].
     ///
     /// ```
-    /// use mcp_core::auth::verify::{CachedVerifier, JwtVerifier};
+    /// use ferrymcp_core::auth::verify::{CachedVerifier, JwtVerifier};
     /// let jwt = JwtVerifier::builder("https://as").audience("urn:me").build().unwrap();
     /// let cached = CachedVerifier::new(jwt);
     /// assert!(cached.is_empty());
@@ -153,7 +153,7 @@ impl<V: TokenVerifier> CachedVerifier<V> {
     /// Wraps `inner` with `limits`; a zero `max_entries` or `max_ttl` is refused.
     ///
     /// ```
-    /// use mcp_core::auth::verify::{AuthConfigError, CacheLimits, CachedVerifier, JwtVerifier};
+    /// use ferrymcp_core::auth::verify::{AuthConfigError, CacheLimits, CachedVerifier, JwtVerifier};
     /// let jwt = JwtVerifier::builder("https://as").audience("urn:me").build().unwrap();
     /// let refused = CachedVerifier::with_limits(jwt, CacheLimits::default().max_entries(0));
     /// assert_eq!(refused.err(), Some(AuthConfigError::Zero("max_entries")));
@@ -179,7 +179,7 @@ impl<V: TokenVerifier> CachedVerifier<V> {
     /// The wrapped verifier.
     ///
     /// ```
-    /// use mcp_core::auth::verify::{CachedVerifier, JwtVerifier};
+    /// use ferrymcp_core::auth::verify::{CachedVerifier, JwtVerifier};
     /// let cached = CachedVerifier::new(JwtVerifier::builder("https://as").audience("urn:me").build().unwrap());
     /// assert_eq!(cached.inner().issuer(), "https://as");
     /// ```
@@ -191,7 +191,7 @@ impl<V: TokenVerifier> CachedVerifier<V> {
     /// or evicted).
     ///
     /// ```
-    /// use mcp_core::auth::verify::{CachedVerifier, JwtVerifier};
+    /// use ferrymcp_core::auth::verify::{CachedVerifier, JwtVerifier};
     /// let cached = CachedVerifier::new(JwtVerifier::builder("https://as").audience("urn:me").build().unwrap());
     /// assert_eq!(cached.len(), 0);
     /// ```
@@ -202,7 +202,7 @@ impl<V: TokenVerifier> CachedVerifier<V> {
     /// Whether nothing is remembered.
     ///
     /// ```
-    /// use mcp_core::auth::verify::{CachedVerifier, JwtVerifier};
+    /// use ferrymcp_core::auth::verify::{CachedVerifier, JwtVerifier};
     /// let cached = CachedVerifier::new(JwtVerifier::builder("https://as").audience("urn:me").build().unwrap());
     /// assert!(cached.is_empty());
     /// ```

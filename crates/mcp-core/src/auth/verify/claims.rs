@@ -3,7 +3,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use mcp_types::JsonObject;
+use ferrymcp_types::JsonObject;
 use serde_json::Value;
 
 use super::VerifyError;
@@ -22,7 +22,7 @@ use crate::auth::Principal;
 /// For a [`TokenVerifier`](super::TokenVerifier) of your own that gets claims some other way.
 ///
 /// ```
-/// use mcp_core::auth::verify::principal_from_claims;
+/// use ferrymcp_core::auth::verify::principal_from_claims;
 /// let claims = serde_json::json!({
 ///     "iss": "https://as.example", "sub": "alice", "azp": "web-app",
 ///     "scp": ["files:read", "files:write"],
@@ -82,7 +82,7 @@ fn scopes_of(claims: &JsonObject) -> Vec<String> {
 /// Strings are compared exactly. A claim set without `aud` is not accepted.
 ///
 /// ```
-/// use mcp_core::auth::verify::audience_accepted;
+/// use ferrymcp_core::auth::verify::audience_accepted;
 /// let accepted = ["https://mcp.example/mcp".to_owned()];
 /// let serde_json::Value::Object(one) = serde_json::json!({"aud": "https://mcp.example/mcp"}) else { unreachable!() };
 /// let serde_json::Value::Object(many) = serde_json::json!({"aud": ["other", "https://mcp.example/mcp"]}) else { unreachable!() };

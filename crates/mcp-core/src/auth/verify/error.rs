@@ -4,7 +4,7 @@
 /// passwords in URLs).
 ///
 /// ```
-/// use mcp_core::auth::verify::{AuthConfigError, JwtVerifier};
+/// use ferrymcp_core::auth::verify::{AuthConfigError, JwtVerifier};
 /// let refused = JwtVerifier::builder("https://as.example").build();
 /// assert_eq!(refused.unwrap_err(), AuthConfigError::NoAudience);
 /// ```

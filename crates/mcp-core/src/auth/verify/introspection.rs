@@ -8,7 +8,7 @@ use std::{
 };
 
 use base64::{Engine as _, engine::general_purpose::STANDARD};
-use mcp_types::JsonObject;
+use ferrymcp_types::JsonObject;
 use reqwest::StatusCode;
 use serde_json::Value;
 use url::{Url, form_urlencoded};
@@ -33,7 +33,7 @@ use super::{
 /// [`CachedVerifier`](super::CachedVerifier) so that a repeated token is asked about once.
 ///
 /// ```no_run
-/// use mcp_core::auth::verify::{CachedVerifier, IntrospectionVerifier, TokenVerifier};
+/// use ferrymcp_core::auth::verify::{CachedVerifier, IntrospectionVerifier, TokenVerifier};
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let verifier = CachedVerifier::new(
 ///     IntrospectionVerifier::builder("https://auth.example.com/token/introspection")
@@ -66,7 +66,7 @@ struct Inner {
 /// never shows the client secret.
 ///
 /// ```
-/// use mcp_core::auth::verify::IntrospectionVerifier;
+/// use ferrymcp_core::auth::verify::IntrospectionVerifier;
 /// let builder = IntrospectionVerifier::builder("https://as.example/introspect")
 ///     .client_credentials("mcp-server", "s3cret")
 ///     .audience("https://mcp.example.com/mcp");
@@ -91,20 +91,20 @@ impl IntrospectionVerifier {
     /// The default [`fetch_timeout`](IntrospectionVerifierBuilder::fetch_timeout): 5 s.
     ///
     /// ```
-    /// assert_eq!(mcp_core::auth::verify::IntrospectionVerifier::DEFAULT_FETCH_TIMEOUT.as_secs(), 5);
+    /// assert_eq!(ferrymcp_core::auth::verify::IntrospectionVerifier::DEFAULT_FETCH_TIMEOUT.as_secs(), 5);
     /// ```
     pub const DEFAULT_FETCH_TIMEOUT: Duration = DEFAULT_TIMEOUT;
     /// The default [`max_response_bytes`](IntrospectionVerifierBuilder::max_response_bytes):
     /// 1 MiB.
     ///
     /// ```
-    /// assert_eq!(mcp_core::auth::verify::IntrospectionVerifier::DEFAULT_MAX_RESPONSE_BYTES, 1 << 20);
+    /// assert_eq!(ferrymcp_core::auth::verify::IntrospectionVerifier::DEFAULT_MAX_RESPONSE_BYTES, 1 << 20);
     /// ```
     pub const DEFAULT_MAX_RESPONSE_BYTES: usize = DEFAULT_MAX_RESPONSE_BYTES;
     /// The default [`leeway`](IntrospectionVerifierBuilder::leeway) on `exp` and `nbf`: 60 s.
     ///
     /// ```
-    /// assert_eq!(mcp_core::auth::verify::IntrospectionVerifier::DEFAULT_LEEWAY.as_secs(), 60);
+    /// assert_eq!(ferrymcp_core::auth::verify::IntrospectionVerifier::DEFAULT_LEEWAY.as_secs(), 60);
     /// ```
     pub const DEFAULT_LEEWAY: Duration = Duration::from_secs(60);
 
@@ -112,7 +112,7 @@ impl IntrospectionVerifier {
     /// `introspection_endpoint`).
     ///
     /// ```
-    /// let _ = mcp_core::auth::verify::IntrospectionVerifier::builder("https://as.example/introspect");
+    /// let _ = ferrymcp_core::auth::verify::IntrospectionVerifier::builder("https://as.example/introspect");
     /// ```
     pub fn builder(endpoint: impl Into<String>) -> IntrospectionVerifierBuilder {
         IntrospectionVerifierBuilder {
@@ -133,7 +133,7 @@ impl IntrospectionVerifierBuilder {
     /// The client this server authenticates as (`client_secret_basic`). Required.
     ///
     /// ```
-    /// let _ = mcp_core::auth::verify::IntrospectionVerifier::builder("https://as/introspect")
+    /// let _ = ferrymcp_core::auth::verify::IntrospectionVerifier::builder("https://as/introspect")
     ///     .client_credentials("mcp-server", "s3cret");
     /// ```
     pub fn client_credentials(
@@ -149,7 +149,7 @@ impl IntrospectionVerifierBuilder {
     /// least one is required; call it again to accept several.
     ///
     /// ```
-    /// let _ = mcp_core::auth::verify::IntrospectionVerifier::builder("https://as/introspect")
+    /// let _ = ferrymcp_core::auth::verify::IntrospectionVerifier::builder("https://as/introspect")
     ///     .audience("https://mcp.example.com/mcp");
     /// ```
     pub fn audience(mut self, audience: impl Into<String>) -> Self {
@@ -160,7 +160,7 @@ impl IntrospectionVerifierBuilder {
     /// Accepts each of `audiences`, as [`audience`](Self::audience) does.
     ///
     /// ```
-    /// let _ = mcp_core::auth::verify::IntrospectionVerifier::builder("https://as/introspect")
+    /// let _ = ferrymcp_core::auth::verify::IntrospectionVerifier::builder("https://as/introspect")
     ///     .audiences(["urn:a", "urn:b"]);
     /// ```
     pub fn audiences<I, S>(mut self, audiences: I) -> Self
@@ -176,7 +176,7 @@ impl IntrospectionVerifierBuilder {
     /// the answer names none.
     ///
     /// ```
-    /// let _ = mcp_core::auth::verify::IntrospectionVerifier::builder("https://as/introspect")
+    /// let _ = ferrymcp_core::auth::verify::IntrospectionVerifier::builder("https://as/introspect")
     ///     .issuer("https://as");
     /// ```
     pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
@@ -189,7 +189,7 @@ impl IntrospectionVerifierBuilder {
     /// audience are still refused.
     ///
     /// ```
-    /// let _ = mcp_core::auth::verify::IntrospectionVerifier::builder("https://as/introspect")
+    /// let _ = ferrymcp_core::auth::verify::IntrospectionVerifier::builder("https://as/introspect")
     ///     .allow_missing_audience();
     /// ```
     pub fn allow_missing_audience(mut self) -> Self {
@@ -201,7 +201,7 @@ impl IntrospectionVerifierBuilder {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// let _ = mcp_core::auth::verify::IntrospectionVerifier::builder("https://as/introspect")
+    /// let _ = ferrymcp_core::auth::verify::IntrospectionVerifier::builder("https://as/introspect")
     ///     .leeway(Duration::ZERO);
     /// ```
     pub fn leeway(mut self, leeway: Duration) -> Self {
@@ -213,7 +213,7 @@ impl IntrospectionVerifierBuilder {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// let _ = mcp_core::auth::verify::IntrospectionVerifier::builder("https://as/introspect")
+    /// let _ = ferrymcp_core::auth::verify::IntrospectionVerifier::builder("https://as/introspect")
     ///     .fetch_timeout(Duration::from_secs(2));
     /// ```
     pub fn fetch_timeout(mut self, timeout: Duration) -> Self {
@@ -224,7 +224,7 @@ impl IntrospectionVerifierBuilder {
     /// The largest introspection answer read (default 1 MiB).
     ///
     /// ```
-    /// let _ = mcp_core::auth::verify::IntrospectionVerifier::builder("https://as/introspect")
+    /// let _ = ferrymcp_core::auth::verify::IntrospectionVerifier::builder("https://as/introspect")
     ///     .max_response_bytes(64 * 1024);
     /// ```
     pub fn max_response_bytes(mut self, limit: usize) -> Self {
@@ -237,7 +237,7 @@ impl IntrospectionVerifierBuilder {
     ///
     /// ```
     /// let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-    /// let _ = mcp_core::auth::verify::IntrospectionVerifier::builder("https://as/introspect").http_client(client);
+    /// let _ = ferrymcp_core::auth::verify::IntrospectionVerifier::builder("https://as/introspect").http_client(client);
     /// ```
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
         self.client = Some(client);
@@ -247,7 +247,7 @@ impl IntrospectionVerifierBuilder {
     /// Checks the settings.
     ///
     /// ```
-    /// use mcp_core::auth::verify::{AuthConfigError, IntrospectionVerifier};
+    /// use ferrymcp_core::auth::verify::{AuthConfigError, IntrospectionVerifier};
     /// let no_secret = IntrospectionVerifier::builder("https://as/introspect").audience("urn:me").build();
     /// assert_eq!(no_secret.unwrap_err(), AuthConfigError::NoClientCredentials);
     /// ```

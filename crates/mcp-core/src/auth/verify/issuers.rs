@@ -16,13 +16,13 @@ use super::{
 /// of them could not be asked.
 ///
 /// ```
-/// use mcp_core::auth::verify::{Issuers, JwtVerifier};
+/// use ferrymcp_core::auth::verify::{Issuers, JwtVerifier};
 /// let issuers = Issuers::builder()
 ///     .jwt(JwtVerifier::builder("https://tenant-a.example").audience("https://mcp.example/mcp").build()?)
 ///     .jwt(JwtVerifier::builder("https://tenant-b.example").audience("https://mcp.example/b").build()?)
 ///     .build()?;
 /// assert_eq!(issuers.jwt_issuers().count(), 2);
-/// # Ok::<(), mcp_core::auth::verify::AuthConfigError>(())
+/// # Ok::<(), ferrymcp_core::auth::verify::AuthConfigError>(())
 /// ```
 #[derive(Clone)]
 pub struct Issuers {
@@ -33,7 +33,7 @@ pub struct Issuers {
 /// The verifiers of an [`Issuers`]; [`build`](Self::build) checks them.
 ///
 /// ```
-/// use mcp_core::auth::verify::{AuthConfigError, Issuers};
+/// use ferrymcp_core::auth::verify::{AuthConfigError, Issuers};
 /// assert_eq!(Issuers::builder().build().unwrap_err(), AuthConfigError::NoVerifier);
 /// ```
 #[derive(Default)]
@@ -47,7 +47,7 @@ impl Issuers {
     /// Starts an empty set.
     ///
     /// ```
-    /// let _ = mcp_core::auth::verify::Issuers::builder();
+    /// let _ = ferrymcp_core::auth::verify::Issuers::builder();
     /// ```
     pub fn builder() -> IssuersBuilder {
         IssuersBuilder::default()
@@ -56,7 +56,7 @@ impl Issuers {
     /// The issuers whose JWTs are accepted.
     ///
     /// ```
-    /// use mcp_core::auth::verify::{Issuers, JwtVerifier};
+    /// use ferrymcp_core::auth::verify::{Issuers, JwtVerifier};
     /// let one = Issuers::builder()
     ///     .jwt(JwtVerifier::builder("https://as").audience("urn:me").build().unwrap())
     ///     .build()
@@ -72,7 +72,7 @@ impl IssuersBuilder {
     /// Accepts the JWTs of `verifier`'s issuer.
     ///
     /// ```
-    /// use mcp_core::auth::verify::{Issuers, JwtVerifier};
+    /// use ferrymcp_core::auth::verify::{Issuers, JwtVerifier};
     /// let _ = Issuers::builder().jwt(JwtVerifier::builder("https://as").audience("urn:me").build().unwrap());
     /// ```
     pub fn jwt(mut self, verifier: JwtVerifier) -> Self {
@@ -83,7 +83,7 @@ impl IssuersBuilder {
     /// Asks `verifier` about tokens that are not JWTs, after those added before.
     ///
     /// ```
-    /// use mcp_core::auth::verify::{IntrospectionVerifier, Issuers};
+    /// use ferrymcp_core::auth::verify::{IntrospectionVerifier, Issuers};
     /// let introspection = IntrospectionVerifier::builder("https://as/introspect")
     ///     .client_credentials("rs", "secret")
     ///     .audience("urn:me")
@@ -99,7 +99,7 @@ impl IssuersBuilder {
     /// Checks that there is a verifier and no issuer twice.
     ///
     /// ```
-    /// use mcp_core::auth::verify::{AuthConfigError, Issuers, JwtVerifier};
+    /// use ferrymcp_core::auth::verify::{AuthConfigError, Issuers, JwtVerifier};
     /// let v = JwtVerifier::builder("https://as").audience("urn:me").build().unwrap();
     /// let twice = Issuers::builder().jwt(v.clone()).jwt(v).build();
     /// assert_eq!(twice.unwrap_err(), AuthConfigError::DuplicateIssuer("https://as".into()));

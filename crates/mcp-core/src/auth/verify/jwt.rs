@@ -8,8 +8,8 @@ use std::{
 };
 
 use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
+use ferrymcp_types::JsonObject;
 use jsonwebtoken::{Algorithm, AlgorithmFamily};
-use mcp_types::JsonObject;
 use serde_json::Value;
 
 use super::{
@@ -50,7 +50,7 @@ const DEFAULT_ALGORITHMS: [Algorithm; 9] = [
 /// Cloning is cheap and clones share the keys.
 ///
 /// ```no_run
-/// use mcp_core::auth::verify::{JwtVerifier, TokenVerifier};
+/// use ferrymcp_core::auth::verify::{JwtVerifier, TokenVerifier};
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let verifier = JwtVerifier::builder("https://auth.example.com")
 ///     .audience("https://mcp.example.com/mcp")
@@ -76,7 +76,7 @@ struct Inner {
 ///
 /// ```
 /// use std::time::Duration;
-/// use mcp_core::auth::verify::JwtVerifier;
+/// use ferrymcp_core::auth::verify::JwtVerifier;
 /// let verifier = JwtVerifier::builder("https://auth.example.com")
 ///     .audience("https://mcp.example.com/mcp")
 ///     .algorithms(["RS256", "ES256"])
@@ -103,31 +103,31 @@ impl JwtVerifier {
     /// The default [`leeway`](JwtVerifierBuilder::leeway) on `exp`, `nbf` and `iat`: 60 s.
     ///
     /// ```
-    /// assert_eq!(mcp_core::auth::verify::JwtVerifier::DEFAULT_LEEWAY.as_secs(), 60);
+    /// assert_eq!(ferrymcp_core::auth::verify::JwtVerifier::DEFAULT_LEEWAY.as_secs(), 60);
     /// ```
     pub const DEFAULT_LEEWAY: Duration = Duration::from_secs(60);
     /// The default [`refetch_interval`](JwtVerifierBuilder::refetch_interval): 30 s.
     ///
     /// ```
-    /// assert_eq!(mcp_core::auth::verify::JwtVerifier::DEFAULT_REFETCH_INTERVAL.as_secs(), 30);
+    /// assert_eq!(ferrymcp_core::auth::verify::JwtVerifier::DEFAULT_REFETCH_INTERVAL.as_secs(), 30);
     /// ```
     pub const DEFAULT_REFETCH_INTERVAL: Duration = DEFAULT_REFETCH_INTERVAL;
     /// The default [`key_max_age`](JwtVerifierBuilder::key_max_age): 10 minutes.
     ///
     /// ```
-    /// assert_eq!(mcp_core::auth::verify::JwtVerifier::DEFAULT_KEY_MAX_AGE.as_secs(), 600);
+    /// assert_eq!(ferrymcp_core::auth::verify::JwtVerifier::DEFAULT_KEY_MAX_AGE.as_secs(), 600);
     /// ```
     pub const DEFAULT_KEY_MAX_AGE: Duration = DEFAULT_MAX_AGE;
     /// The default [`fetch_timeout`](JwtVerifierBuilder::fetch_timeout): 5 s.
     ///
     /// ```
-    /// assert_eq!(mcp_core::auth::verify::JwtVerifier::DEFAULT_FETCH_TIMEOUT.as_secs(), 5);
+    /// assert_eq!(ferrymcp_core::auth::verify::JwtVerifier::DEFAULT_FETCH_TIMEOUT.as_secs(), 5);
     /// ```
     pub const DEFAULT_FETCH_TIMEOUT: Duration = DEFAULT_TIMEOUT;
     /// The default [`max_response_bytes`](JwtVerifierBuilder::max_response_bytes): 1 MiB.
     ///
     /// ```
-    /// assert_eq!(mcp_core::auth::verify::JwtVerifier::DEFAULT_MAX_RESPONSE_BYTES, 1 << 20);
+    /// assert_eq!(ferrymcp_core::auth::verify::JwtVerifier::DEFAULT_MAX_RESPONSE_BYTES, 1 << 20);
     /// ```
     pub const DEFAULT_MAX_RESPONSE_BYTES: usize = DEFAULT_MAX_RESPONSE_BYTES;
 
@@ -135,7 +135,7 @@ impl JwtVerifier {
     /// with the tokens' `iss`).
     ///
     /// ```
-    /// let builder = mcp_core::auth::verify::JwtVerifier::builder("https://auth.example.com");
+    /// let builder = ferrymcp_core::auth::verify::JwtVerifier::builder("https://auth.example.com");
     /// # let _ = builder;
     /// ```
     pub fn builder(issuer: impl Into<String>) -> JwtVerifierBuilder {
@@ -156,7 +156,7 @@ impl JwtVerifier {
     /// The issuer whose tokens this verifier accepts.
     ///
     /// ```
-    /// let v = mcp_core::auth::verify::JwtVerifier::builder("https://as").audience("urn:me").build().unwrap();
+    /// let v = ferrymcp_core::auth::verify::JwtVerifier::builder("https://as").audience("urn:me").build().unwrap();
     /// assert_eq!(v.issuer(), "https://as");
     /// ```
     pub fn issuer(&self) -> &str {
@@ -166,7 +166,7 @@ impl JwtVerifier {
     /// The audiences a token may be for (one must be in its `aud`).
     ///
     /// ```
-    /// let v = mcp_core::auth::verify::JwtVerifier::builder("https://as").audience("urn:me").build().unwrap();
+    /// let v = ferrymcp_core::auth::verify::JwtVerifier::builder("https://as").audience("urn:me").build().unwrap();
     /// assert_eq!(v.audiences(), ["urn:me"]);
     /// ```
     pub fn audiences(&self) -> &[String] {
@@ -180,7 +180,7 @@ impl JwtVerifierBuilder {
     /// again to accept several.
     ///
     /// ```
-    /// let v = mcp_core::auth::verify::JwtVerifier::builder("https://as")
+    /// let v = ferrymcp_core::auth::verify::JwtVerifier::builder("https://as")
     ///     .audience("https://mcp.example.com/mcp")
     ///     .audience("https://mcp.example.com")
     ///     .build()
@@ -195,7 +195,7 @@ impl JwtVerifierBuilder {
     /// Accepts each of `audiences`, as [`audience`](Self::audience) does.
     ///
     /// ```
-    /// let v = mcp_core::auth::verify::JwtVerifier::builder("https://as")
+    /// let v = ferrymcp_core::auth::verify::JwtVerifier::builder("https://as")
     ///     .audiences(["urn:a", "urn:b"])
     ///     .build()
     ///     .unwrap();
@@ -213,7 +213,7 @@ impl JwtVerifierBuilder {
     /// Fetches the keys from `uri` instead of the issuer's discovery document.
     ///
     /// ```
-    /// let v = mcp_core::auth::verify::JwtVerifier::builder("https://as")
+    /// let v = ferrymcp_core::auth::verify::JwtVerifier::builder("https://as")
     ///     .audience("urn:me")
     ///     .jwks_uri("https://as/jwks")
     ///     .build();
@@ -229,7 +229,7 @@ impl JwtVerifierBuilder {
     /// (HS256, HS384, HS512) are refused by [`build`](Self::build).
     ///
     /// ```
-    /// use mcp_core::auth::verify::{AuthConfigError, JwtVerifier};
+    /// use ferrymcp_core::auth::verify::{AuthConfigError, JwtVerifier};
     /// let only_es = JwtVerifier::builder("https://as").audience("urn:me").algorithms(["ES256"]).build();
     /// assert!(only_es.is_ok());
     /// let hmac = JwtVerifier::builder("https://as").audience("urn:me").algorithms(["HS256"]).build();
@@ -248,7 +248,7 @@ impl JwtVerifierBuilder {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// let _ = mcp_core::auth::verify::JwtVerifier::builder("https://as").leeway(Duration::ZERO);
+    /// let _ = ferrymcp_core::auth::verify::JwtVerifier::builder("https://as").leeway(Duration::ZERO);
     /// ```
     pub fn leeway(mut self, leeway: Duration) -> Self {
         self.leeway = leeway;
@@ -261,7 +261,7 @@ impl JwtVerifierBuilder {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// let _ = mcp_core::auth::verify::JwtVerifier::builder("https://as").refetch_interval(Duration::from_secs(5));
+    /// let _ = ferrymcp_core::auth::verify::JwtVerifier::builder("https://as").refetch_interval(Duration::from_secs(5));
     /// ```
     pub fn refetch_interval(mut self, interval: Duration) -> Self {
         self.refetch_interval = interval;
@@ -272,7 +272,7 @@ impl JwtVerifierBuilder {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// let _ = mcp_core::auth::verify::JwtVerifier::builder("https://as").key_max_age(Duration::from_secs(3600));
+    /// let _ = ferrymcp_core::auth::verify::JwtVerifier::builder("https://as").key_max_age(Duration::from_secs(3600));
     /// ```
     pub fn key_max_age(mut self, max_age: Duration) -> Self {
         self.key_max_age = max_age;
@@ -284,7 +284,7 @@ impl JwtVerifierBuilder {
     ///
     /// ```
     /// # use std::time::Duration;
-    /// let _ = mcp_core::auth::verify::JwtVerifier::builder("https://as").fetch_timeout(Duration::from_secs(2));
+    /// let _ = ferrymcp_core::auth::verify::JwtVerifier::builder("https://as").fetch_timeout(Duration::from_secs(2));
     /// ```
     pub fn fetch_timeout(mut self, timeout: Duration) -> Self {
         self.fetch_timeout = timeout;
@@ -295,7 +295,7 @@ impl JwtVerifierBuilder {
     /// (default 1 MiB).
     ///
     /// ```
-    /// let _ = mcp_core::auth::verify::JwtVerifier::builder("https://as").max_response_bytes(64 * 1024);
+    /// let _ = ferrymcp_core::auth::verify::JwtVerifier::builder("https://as").max_response_bytes(64 * 1024);
     /// ```
     pub fn max_response_bytes(mut self, limit: usize) -> Self {
         self.max_response_bytes = limit;
@@ -311,7 +311,7 @@ impl JwtVerifierBuilder {
     ///     .redirect(reqwest::redirect::Policy::none())
     ///     .build()
     ///     .unwrap();
-    /// let _ = mcp_core::auth::verify::JwtVerifier::builder("https://as").http_client(client);
+    /// let _ = ferrymcp_core::auth::verify::JwtVerifier::builder("https://as").http_client(client);
     /// ```
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
         self.client = Some(client);
@@ -321,7 +321,7 @@ impl JwtVerifierBuilder {
     /// Checks the settings.
     ///
     /// ```
-    /// use mcp_core::auth::verify::{AuthConfigError, JwtVerifier};
+    /// use ferrymcp_core::auth::verify::{AuthConfigError, JwtVerifier};
     /// assert_eq!(JwtVerifier::builder("").audience("urn:me").build().unwrap_err(), AuthConfigError::EmptyIssuer);
     /// assert_eq!(JwtVerifier::builder("https://as").build().unwrap_err(), AuthConfigError::NoAudience);
     /// ```

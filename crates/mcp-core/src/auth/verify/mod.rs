@@ -11,7 +11,7 @@
 //!   costs a lookup.
 //!
 //! ```no_run
-//! use mcp_core::auth::verify::{CachedVerifier, JwtVerifier, TokenVerifier};
+//! use ferrymcp_core::auth::verify::{CachedVerifier, JwtVerifier, TokenVerifier};
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! // Tokens issued by this authorization server for this MCP server (its canonical URI).
 //! let verifier = CachedVerifier::new(
@@ -47,7 +47,7 @@ pub use jwt::{JwtVerifier, JwtVerifierBuilder};
 /// What a verifier learned from a valid token.
 ///
 /// ```
-/// use mcp_core::auth::{Principal, verify::Verified};
+/// use ferrymcp_core::auth::{Principal, verify::Verified};
 /// let verified = Verified { principal: Principal::new("app"), expires_at: None };
 /// assert_eq!(verified.principal.client_id, "app");
 /// ```
@@ -62,7 +62,7 @@ pub struct Verified {
 /// Why a token was not accepted. Messages never contain the token.
 ///
 /// ```
-/// use mcp_core::auth::verify::VerifyError;
+/// use ferrymcp_core::auth::verify::VerifyError;
 /// let e = VerifyError::Invalid("the token has expired".into());
 /// assert_eq!(e.to_string(), "invalid token: the token has expired");
 /// ```
@@ -84,7 +84,7 @@ pub enum VerifyError {
 /// cache; implement this trait for anything else.
 ///
 /// ```
-/// use mcp_core::auth::{Principal, verify::{TokenVerifier, Verified, VerifyError}};
+/// use ferrymcp_core::auth::{Principal, verify::{TokenVerifier, Verified, VerifyError}};
 ///
 /// /// Accepts one static token (for tests).
 /// struct Static;
@@ -108,7 +108,7 @@ pub trait TokenVerifier: Send + Sync + 'static {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use mcp_core::auth::verify::{JwtVerifier, TokenVerifier};
+/// use ferrymcp_core::auth::verify::{JwtVerifier, TokenVerifier};
 /// let shared: Arc<dyn TokenVerifier> =
 ///     Arc::new(JwtVerifier::builder("https://as").audience("urn:me").build().unwrap());
 /// fn needs(_: impl TokenVerifier) {}

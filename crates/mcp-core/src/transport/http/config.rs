@@ -22,7 +22,7 @@ use super::origin::{AllowedHost, AllowedOrigin};
 ///
 /// ```
 /// use std::time::Duration;
-/// let config = mcp_core::HttpConfig::new()
+/// let config = ferrymcp_core::HttpConfig::new()
 ///     .path("/api/mcp")
 ///     .allowed_hosts(["mcp.example.com"])
 ///     .allowed_origins(["https://app.example.com"])
@@ -99,8 +99,8 @@ impl Default for HttpConfig {
 ///
 /// ```
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-/// let config = mcp_core::HttpConfig::new().allowed_hosts(Vec::<String>::new());
-/// let refused = mcp_core::HttpServer::bind(mcp_core::Server::new("s"), "127.0.0.1:0", config).await;
+/// let config = ferrymcp_core::HttpConfig::new().allowed_hosts(Vec::<String>::new());
+/// let refused = ferrymcp_core::HttpServer::bind(ferrymcp_core::Server::new("s"), "127.0.0.1:0", config).await;
 /// assert!(refused.is_err());
 /// # });
 /// ```
@@ -132,56 +132,56 @@ impl HttpConfig {
     /// The default [`max_body_bytes`](Self::max_body_bytes): 4 MiB.
     ///
     /// ```
-    /// let _ = mcp_core::HttpConfig::DEFAULT_MAX_BODY_BYTES;
+    /// let _ = ferrymcp_core::HttpConfig::DEFAULT_MAX_BODY_BYTES;
     /// ```
     pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
     /// The default [`header_timeout`](Self::header_timeout): 10 s.
     ///
     /// ```
-    /// let _ = mcp_core::HttpConfig::DEFAULT_HEADER_TIMEOUT;
+    /// let _ = ferrymcp_core::HttpConfig::DEFAULT_HEADER_TIMEOUT;
     /// ```
     pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
     /// The default [`body_timeout`](Self::body_timeout): 30 s.
     ///
     /// ```
-    /// let _ = mcp_core::HttpConfig::DEFAULT_BODY_TIMEOUT;
+    /// let _ = ferrymcp_core::HttpConfig::DEFAULT_BODY_TIMEOUT;
     /// ```
     pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
     /// The default [`idle_timeout`](Self::idle_timeout): 60 s.
     ///
     /// ```
-    /// let _ = mcp_core::HttpConfig::DEFAULT_IDLE_TIMEOUT;
+    /// let _ = ferrymcp_core::HttpConfig::DEFAULT_IDLE_TIMEOUT;
     /// ```
     pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
     /// The default [`max_connections`](Self::max_connections): 1024.
     ///
     /// ```
-    /// let _ = mcp_core::HttpConfig::DEFAULT_MAX_CONNECTIONS;
+    /// let _ = ferrymcp_core::HttpConfig::DEFAULT_MAX_CONNECTIONS;
     /// ```
     pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
     /// The default [`max_in_flight`](Self::max_in_flight): 256.
     ///
     /// ```
-    /// let _ = mcp_core::HttpConfig::DEFAULT_MAX_IN_FLIGHT;
+    /// let _ = ferrymcp_core::HttpConfig::DEFAULT_MAX_IN_FLIGHT;
     /// ```
     pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
     /// The default [`max_sessions`](Self::max_sessions): 1024.
     ///
     /// ```
-    /// let _ = mcp_core::HttpConfig::DEFAULT_MAX_SESSIONS;
+    /// let _ = ferrymcp_core::HttpConfig::DEFAULT_MAX_SESSIONS;
     /// ```
     pub const DEFAULT_MAX_SESSIONS: usize = 1024;
     /// The default [`session_idle_timeout`](Self::session_idle_timeout): 300 s.
     ///
     /// ```
-    /// let _ = mcp_core::HttpConfig::DEFAULT_SESSION_IDLE_TIMEOUT;
+    /// let _ = ferrymcp_core::HttpConfig::DEFAULT_SESSION_IDLE_TIMEOUT;
     /// ```
     pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
     /// `/mcp`, loopback hosts only, loopback origins, JSON responses and the default limits.
     ///
     /// ```
-    /// assert_eq!(mcp_core::HttpConfig::new().path_str(), "/mcp");
+    /// assert_eq!(ferrymcp_core::HttpConfig::new().path_str(), "/mcp");
     /// ```
     pub fn new() -> Self {
         Self::default()
@@ -190,7 +190,7 @@ impl HttpConfig {
     /// The endpoint path.
     ///
     /// ```
-    /// let _ = mcp_core::HttpConfig::new().path("/");
+    /// let _ = ferrymcp_core::HttpConfig::new().path("/");
     /// ```
     pub fn path(mut self, path: impl Into<String>) -> Self {
         self.path = path.into();
@@ -200,7 +200,7 @@ impl HttpConfig {
     /// The endpoint path.
     ///
     /// ```
-    /// assert_eq!(mcp_core::HttpConfig::new().path_str(), "/mcp");
+    /// assert_eq!(ferrymcp_core::HttpConfig::new().path_str(), "/mcp");
     /// ```
     pub fn path_str(&self) -> &str {
         &self.path
@@ -212,7 +212,7 @@ impl HttpConfig {
     /// [`allow_any_host`](Self::allow_any_host) to accept every `Host`.
     ///
     /// ```
-    /// let _ = mcp_core::HttpConfig::new().allowed_hosts(["example.com", "example.com:8080"]);
+    /// let _ = ferrymcp_core::HttpConfig::new().allowed_hosts(["example.com", "example.com:8080"]);
     /// ```
     pub fn allowed_hosts<I: IntoIterator<Item = S>, S: Into<String>>(mut self, hosts: I) -> Self {
         self.hosts = Hosts::List(hosts.into_iter().map(Into::into).collect());
@@ -223,7 +223,7 @@ impl HttpConfig {
     /// that checks the host itself.
     ///
     /// ```
-    /// let _ = mcp_core::HttpConfig::new().allow_any_host();
+    /// let _ = ferrymcp_core::HttpConfig::new().allow_any_host();
     /// ```
     pub fn allow_any_host(mut self) -> Self {
         self.hosts = Hosts::Any;
@@ -237,7 +237,7 @@ impl HttpConfig {
     /// port) when the server is bound to a loopback address, and no origin otherwise.
     ///
     /// ```
-    /// let _ = mcp_core::HttpConfig::new().allowed_origins(["https://app.example.com", "http://localhost:*"]);
+    /// let _ = ferrymcp_core::HttpConfig::new().allowed_origins(["https://app.example.com", "http://localhost:*"]);
     /// ```
     pub fn allowed_origins<I: IntoIterator<Item = S>, S: Into<String>>(
         mut self,
@@ -250,7 +250,7 @@ impl HttpConfig {
     /// Accepts any `Origin`: any web page a user visits may call the server.
     ///
     /// ```
-    /// let _ = mcp_core::HttpConfig::new().allow_any_origin();
+    /// let _ = ferrymcp_core::HttpConfig::new().allow_any_origin();
     /// ```
     pub fn allow_any_origin(mut self) -> Self {
         self.origins = Origins::Any;
@@ -261,7 +261,7 @@ impl HttpConfig {
     /// with `Last-Event-ID` (the `retry` field of the streams' priming events; default 3 s).
     ///
     /// ```
-    /// let _ = mcp_core::HttpConfig::new().sse_retry(std::time::Duration::from_millis(500));
+    /// let _ = ferrymcp_core::HttpConfig::new().sse_retry(std::time::Duration::from_millis(500));
     /// ```
     pub fn sse_retry(mut self, retry: Duration) -> Self {
         self.sse_retry = retry;
@@ -271,7 +271,7 @@ impl HttpConfig {
     /// Answers with SSE streams instead of plain JSON bodies.
     ///
     /// ```
-    /// let _ = mcp_core::HttpConfig::new().sse_responses();
+    /// let _ = ferrymcp_core::HttpConfig::new().sse_responses();
     /// ```
     pub fn sse_responses(mut self) -> Self {
         self.json_response = false;
@@ -282,7 +282,7 @@ impl HttpConfig {
     /// JSON-RPC `-32600` error.
     ///
     /// ```
-    /// let _ = mcp_core::HttpConfig::new().max_body_bytes(256 * 1024);
+    /// let _ = ferrymcp_core::HttpConfig::new().max_body_bytes(256 * 1024);
     /// ```
     pub fn max_body_bytes(mut self, bytes: usize) -> Self {
         self.max_body_bytes = bytes;
@@ -293,7 +293,7 @@ impl HttpConfig {
     /// 10 s). A connection over it is closed.
     ///
     /// ```
-    /// let _ = mcp_core::HttpConfig::new().header_timeout(std::time::Duration::from_secs(5));
+    /// let _ = ferrymcp_core::HttpConfig::new().header_timeout(std::time::Duration::from_secs(5));
     /// ```
     pub fn header_timeout(mut self, timeout: Duration) -> Self {
         self.header_timeout = timeout;
@@ -305,7 +305,7 @@ impl HttpConfig {
     /// connection closed.
     ///
     /// ```
-    /// let _ = mcp_core::HttpConfig::new().body_timeout(std::time::Duration::from_secs(10));
+    /// let _ = ferrymcp_core::HttpConfig::new().body_timeout(std::time::Duration::from_secs(10));
     /// ```
     pub fn body_timeout(mut self, timeout: Duration) -> Self {
         self.body_timeout = timeout;
@@ -317,7 +317,7 @@ impl HttpConfig {
     /// closed; clients open a new one.
     ///
     /// ```
-    /// let _ = mcp_core::HttpConfig::new().idle_timeout(std::time::Duration::from_secs(30));
+    /// let _ = ferrymcp_core::HttpConfig::new().idle_timeout(std::time::Duration::from_secs(30));
     /// ```
     pub fn idle_timeout(mut self, timeout: Duration) -> Self {
         self.idle_timeout = timeout;
@@ -328,7 +328,7 @@ impl HttpConfig {
     /// `503` with `Retry-After` and closed; the open ones are unaffected.
     ///
     /// ```
-    /// let _ = mcp_core::HttpConfig::new().max_connections(256);
+    /// let _ = ferrymcp_core::HttpConfig::new().max_connections(256);
     /// ```
     pub fn max_connections(mut self, connections: usize) -> Self {
         self.max_connections = connections;
@@ -340,7 +340,7 @@ impl HttpConfig {
     /// request counts until its response is complete; `GET` streams do not count.
     ///
     /// ```
-    /// let _ = mcp_core::HttpConfig::new().max_in_flight(64);
+    /// let _ = ferrymcp_core::HttpConfig::new().max_in_flight(64);
     /// ```
     pub fn max_in_flight(mut self, requests: usize) -> Self {
         self.max_in_flight = requests;
@@ -352,7 +352,7 @@ impl HttpConfig {
     /// error, and no session is made. 2026-07-28 requests have no session and do not count.
     ///
     /// ```
-    /// let _ = mcp_core::HttpConfig::new().max_sessions(100);
+    /// let _ = ferrymcp_core::HttpConfig::new().max_sessions(100);
     /// ```
     pub fn max_sessions(mut self, sessions: usize) -> Self {
         self.max_sessions = sessions;
@@ -363,7 +363,7 @@ impl HttpConfig {
     /// and stops counting towards [`max_sessions`](Self::max_sessions).
     ///
     /// ```
-    /// let _ = mcp_core::HttpConfig::new().session_idle_timeout(std::time::Duration::from_secs(60));
+    /// let _ = ferrymcp_core::HttpConfig::new().session_idle_timeout(std::time::Duration::from_secs(60));
     /// ```
     pub fn session_idle_timeout(mut self, timeout: Duration) -> Self {
         self.session_idle_timeout = timeout;
@@ -378,7 +378,7 @@ impl HttpConfig {
     /// endpoint's path (and at the root form).
     ///
     /// ```
-    /// # use mcp_core::auth::{ResourceServer, verify::{TokenVerifier, Verified, VerifyError}};
+    /// # use ferrymcp_core::auth::{ResourceServer, verify::{TokenVerifier, Verified, VerifyError}};
     /// # struct Verifier;
     /// # #[async_trait::async_trait]
     /// # impl TokenVerifier for Verifier {
@@ -388,7 +388,7 @@ impl HttpConfig {
     ///     .unwrap()
     ///     .authorization_server("https://auth.example.com")
     ///     .unwrap();
-    /// let config = mcp_core::HttpConfig::new().allowed_hosts(["mcp.example.com"]).auth(rs);
+    /// let config = ferrymcp_core::HttpConfig::new().allowed_hosts(["mcp.example.com"]).auth(rs);
     /// # let _ = config;
     /// ```
     #[cfg(feature = "auth")]

@@ -129,7 +129,7 @@ pub(super) async fn guard(
         Err(error) => json_rpc_error(
             http::StatusCode::BAD_REQUEST,
             serde_json::Value::Null,
-            mcp_types::codes::PARSE_ERROR,
+            ferrymcp_types::codes::PARSE_ERROR,
             format!("Parse error: {error}"),
         ),
         // rmcp refused a body with a JSON media type: it is JSON but not a JSON-RPC message.
@@ -138,7 +138,7 @@ pub(super) async fn guard(
             json_rpc_error(
                 http::StatusCode::BAD_REQUEST,
                 probe.id.unwrap_or(serde_json::Value::Null),
-                mcp_types::codes::INVALID_REQUEST,
+                ferrymcp_types::codes::INVALID_REQUEST,
                 format!("Invalid Request: {reason}"),
             )
         }
@@ -181,7 +181,7 @@ async fn read_body(
         json_rpc_error(
             http::StatusCode::PAYLOAD_TOO_LARGE,
             serde_json::Value::Null,
-            mcp_types::codes::INVALID_REQUEST,
+            ferrymcp_types::codes::INVALID_REQUEST,
             format!("Invalid Request: the body exceeds {max} bytes"),
         )
     };
@@ -213,7 +213,7 @@ async fn read_body(
         Ok(Err(None)) => Err(json_rpc_error(
             http::StatusCode::BAD_REQUEST,
             serde_json::Value::Null,
-            mcp_types::codes::INVALID_REQUEST,
+            ferrymcp_types::codes::INVALID_REQUEST,
             "Invalid Request: the body could not be read".to_owned(),
         )),
         Err(_) => {
@@ -279,7 +279,7 @@ fn reroute_listen(headers: &mut http::HeaderMap, body: Bytes) -> Bytes {
 
 /// FastMCP's Python client (4.1) sends `Mcp-Method` but no `Mcp-Name` on `tasks/get`,
 /// `tasks/update` and `tasks/cancel`, which rmcp refuses (`-32020`), so no task of an
-/// mcpkit server could be polled from it over HTTP. The header only repeats
+/// ferrymcp server could be polled from it over HTTP. The header only repeats
 /// `params.taskId` for routing, so a missing one is taken from the body; a header that is
 /// present and disagrees with the body is still refused.
 fn fill_missing_task_name(headers: &mut http::HeaderMap, body: &[u8]) {

@@ -50,8 +50,8 @@ impl Server {
     /// application serving it. It does not start the server; [`HttpServer`] does.
     ///
     /// ```
-    /// let router: axum::Router = mcp_core::Server::new("demo")
-    ///     .http_router(&mcp_core::HttpConfig::new())
+    /// let router: axum::Router = ferrymcp_core::Server::new("demo")
+    ///     .http_router(&ferrymcp_core::HttpConfig::new())
     ///     .expect("a valid config");
     /// ```
     pub fn http_router(&self, config: &HttpConfig) -> Result<Router, ServerError> {
@@ -144,8 +144,8 @@ impl Server {
     /// layers.
     ///
     /// ```no_run
-    /// # async fn run() -> Result<(), mcp_core::ServerError> {
-    /// mcp_core::Server::new("demo").serve_http("127.0.0.1:8000").await
+    /// # async fn run() -> Result<(), ferrymcp_core::ServerError> {
+    /// ferrymcp_core::Server::new("demo").serve_http("127.0.0.1:8000").await
     /// # }
     /// ```
     pub async fn serve_http(self, addr: impl ToSocketAddrs) -> Result<(), ServerError> {
@@ -157,9 +157,9 @@ impl Server {
     /// adds layers or routes to the [`HttpServer`].
     ///
     /// ```no_run
-    /// # async fn run() -> Result<(), mcp_core::ServerError> {
-    /// mcp_core::Server::new("demo")
-    ///     .serve_http_with("127.0.0.1:8000", mcp_core::HttpConfig::new(), |http| {
+    /// # async fn run() -> Result<(), ferrymcp_core::ServerError> {
+    /// ferrymcp_core::Server::new("demo")
+    ///     .serve_http_with("127.0.0.1:8000", ferrymcp_core::HttpConfig::new(), |http| {
     ///         http.route("/healthz", axum::routing::get(|| async { "ok" }))
     ///     })
     ///     .await
@@ -197,7 +197,7 @@ fn config_error(error: HttpConfigError) -> ServerError {
 /// ```
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// use http::{HeaderName, HeaderValue, Method};
-/// use mcp_core::{HttpConfig, HttpServer, Server};
+/// use ferrymcp_core::{HttpConfig, HttpServer, Server};
 /// use tower_http::cors::CorsLayer;
 ///
 /// let cors = CorsLayer::new()
@@ -243,7 +243,7 @@ impl HttpServer {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let http = mcp_core::HttpServer::bind(mcp_core::Server::new("s"), "127.0.0.1:0", Default::default()).await.unwrap();
+    /// let http = ferrymcp_core::HttpServer::bind(ferrymcp_core::Server::new("s"), "127.0.0.1:0", Default::default()).await.unwrap();
     /// assert_ne!(http.local_addr().port(), 0);
     /// # });
     /// ```
@@ -284,7 +284,7 @@ impl HttpServer {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let http = mcp_core::HttpServer::bind(mcp_core::Server::new("s"), "127.0.0.1:0", Default::default()).await.unwrap();
+    /// let http = ferrymcp_core::HttpServer::bind(ferrymcp_core::Server::new("s"), "127.0.0.1:0", Default::default()).await.unwrap();
     /// assert!(http.local_addr().ip().is_loopback());
     /// # });
     /// ```
@@ -297,11 +297,11 @@ impl HttpServer {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let http = mcp_core::HttpServer::bind(mcp_core::Server::new("s"), "127.0.0.1:0", Default::default())
+    /// let http = ferrymcp_core::HttpServer::bind(ferrymcp_core::Server::new("s"), "127.0.0.1:0", Default::default())
     ///     .await
     ///     .unwrap()
     ///     .layer(axum::middleware::map_response(|mut response: axum::response::Response| async {
-    ///         response.headers_mut().insert("x-served-by", http::HeaderValue::from_static("mcpkit"));
+    ///         response.headers_mut().insert("x-served-by", http::HeaderValue::from_static("ferrymcp"));
     ///         response
     ///     }));
     /// # let _ = http;
@@ -324,7 +324,7 @@ impl HttpServer {
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let http = mcp_core::HttpServer::bind(mcp_core::Server::new("s"), "127.0.0.1:0", Default::default())
+    /// let http = ferrymcp_core::HttpServer::bind(ferrymcp_core::Server::new("s"), "127.0.0.1:0", Default::default())
     ///     .await
     ///     .unwrap()
     ///     .route("/healthz", axum::routing::get(|| async { "ok" }));
@@ -341,7 +341,7 @@ impl HttpServer {
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// let extra = axum::Router::new().route("/version", axum::routing::get(|| async { "1.0" }));
-    /// let http = mcp_core::HttpServer::bind(mcp_core::Server::new("s"), "127.0.0.1:0", Default::default())
+    /// let http = ferrymcp_core::HttpServer::bind(ferrymcp_core::Server::new("s"), "127.0.0.1:0", Default::default())
     ///     .await
     ///     .unwrap()
     ///     .merge(extra);
@@ -357,7 +357,7 @@ impl HttpServer {
     /// requests finish, and stops the server.
     ///
     /// ```no_run
-    /// # async fn run(http: mcp_core::HttpServer) -> Result<(), mcp_core::ServerError> {
+    /// # async fn run(http: ferrymcp_core::HttpServer) -> Result<(), ferrymcp_core::ServerError> {
     /// http.run_until(async { tokio::signal::ctrl_c().await.ok(); }).await
     /// # }
     /// ```

@@ -48,7 +48,7 @@ use std::{
 };
 
 use async_trait::async_trait;
-use mcp_types::{InputResponses, JsonObject, TaskStatus};
+use ferrymcp_types::{InputResponses, JsonObject, TaskStatus};
 use redis::Value;
 use serde_json::json;
 use tokio::{sync::mpsc, time::Instant};
@@ -67,7 +67,7 @@ use reply::{corrupt, int, items, pairs, text, uint};
 /// The message of a task failed because its worker was lost.
 ///
 /// ```
-/// assert!(mcp_tasks::backend::redis::LOST_WORKER_MESSAGE.contains("lost"));
+/// assert!(ferrymcp_tasks::backend::redis::LOST_WORKER_MESSAGE.contains("lost"));
 /// ```
 pub const LOST_WORKER_MESSAGE: &str = "the worker running this task was lost";
 
@@ -92,7 +92,7 @@ const SAFE_MEMORY_POLICY: &str = "noeviction";
 ///
 /// ```
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-/// use mcp_tasks::backend::redis::{RedisBackend, RedisBackendError};
+/// use ferrymcp_tasks::backend::redis::{RedisBackend, RedisBackendError};
 /// let error = RedisBackend::connect("http://not-redis").await.err().unwrap();
 /// assert!(matches!(error, RedisBackendError::BadUrl { .. }));
 /// # });
@@ -134,7 +134,7 @@ pub enum RedisBackendError {
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// use std::sync::Arc;
-/// use mcp_tasks::{TasksExtension, backend::redis::RedisBackend};
+/// use ferrymcp_tasks::{TasksExtension, backend::redis::RedisBackend};
 /// let backend = RedisBackend::connect("redis://127.0.0.1:6379/0?queue=demo").await?;
 /// let extension = TasksExtension::new().with_backend(Arc::new(backend));
 /// # Ok(()) }
@@ -265,7 +265,7 @@ fn open_envelope(stored: &str) -> Result<(Owner, JsonObject), String> {
 
 /// The lost-worker JSON-RPC error.
 fn lost_worker_error() -> serde_json::Value {
-    json!({"code": mcp_types::codes::INTERNAL_ERROR, "message": LOST_WORKER_MESSAGE})
+    json!({"code": ferrymcp_types::codes::INTERNAL_ERROR, "message": LOST_WORKER_MESSAGE})
 }
 
 /// A TTL in whole ms, capped at a century (Redis' clock arithmetic stays exact).
@@ -294,8 +294,8 @@ impl RedisBackend {
     /// one node, which receives every node's `PUBLISH`.
     ///
     /// ```no_run
-    /// # async fn demo() -> Result<(), mcp_tasks::backend::redis::RedisBackendError> {
-    /// let backend = mcp_tasks::backend::redis::RedisBackend::connect("redis://127.0.0.1/").await?;
+    /// # async fn demo() -> Result<(), ferrymcp_tasks::backend::redis::RedisBackendError> {
+    /// let backend = ferrymcp_tasks::backend::redis::RedisBackend::connect("redis://127.0.0.1/").await?;
     /// # Ok(()) }
     /// ```
     pub async fn connect(url: &str) -> Result<Self, RedisBackendError> {
@@ -305,8 +305,8 @@ impl RedisBackend {
     /// Connects with `options`, which the URL's query overrides.
     ///
     /// ```no_run
-    /// # async fn demo() -> Result<(), mcp_tasks::backend::redis::RedisBackendError> {
-    /// use mcp_tasks::backend::redis::{RedisBackend, RedisOptions};
+    /// # async fn demo() -> Result<(), ferrymcp_tasks::backend::redis::RedisBackendError> {
+    /// use ferrymcp_tasks::backend::redis::{RedisBackend, RedisOptions};
     /// let options = RedisOptions::default().with_queue("orders");
     /// let backend = RedisBackend::connect_with("redis://127.0.0.1/", options).await?;
     /// # Ok(()) }
@@ -353,7 +353,7 @@ impl RedisBackend {
     /// The queue's key prefix, `{mcpt:<queue>}` (every key of the queue starts with it).
     ///
     /// ```no_run
-    /// # async fn demo(backend: mcp_tasks::backend::redis::RedisBackend) {
+    /// # async fn demo(backend: ferrymcp_tasks::backend::redis::RedisBackend) {
     /// assert!(backend.key_prefix().starts_with("{mcpt:"));
     /// # }
     /// ```
@@ -364,7 +364,7 @@ impl RedisBackend {
     /// How long a claim lasts without a heartbeat.
     ///
     /// ```no_run
-    /// # async fn demo(backend: mcp_tasks::backend::redis::RedisBackend) {
+    /// # async fn demo(backend: ferrymcp_tasks::backend::redis::RedisBackend) {
     /// assert!(backend.lease() > std::time::Duration::ZERO);
     /// # }
     /// ```
@@ -378,8 +378,8 @@ impl RedisBackend {
     /// fresh id per claim and retries a failed attempt under its id.
     ///
     /// ```no_run
-    /// # async fn demo(backend: mcp_tasks::backend::redis::RedisBackend) -> Result<(), mcp_tasks::backend::BackendError> {
-    /// let worker = mcp_tasks::backend::WorkerId::new();
+    /// # async fn demo(backend: ferrymcp_tasks::backend::redis::RedisBackend) -> Result<(), ferrymcp_tasks::backend::BackendError> {
+    /// let worker = ferrymcp_tasks::backend::WorkerId::new();
     /// let first = backend.claim_with_id(&worker, 8, "claim-1").await?;
     /// let again = backend.claim_with_id(&worker, 8, "claim-1").await?;
     /// assert_eq!(first.len(), again.len());
@@ -620,7 +620,7 @@ impl RedisBackend {
             Err(message) => {
                 tracing::warn!(task = %id, error = %message, "failing a task whose credentials cannot be opened");
                 let error = json!({
-                    "code": mcp_types::codes::INTERNAL_ERROR,
+                    "code": ferrymcp_types::codes::INTERNAL_ERROR,
                     "message": message,
                 });
                 self.fail(&lease, error).await?;

@@ -22,7 +22,7 @@ use super::RedisBackendError;
 /// The lease a claim holds without a heartbeat, unless configured.
 ///
 /// ```
-/// assert_eq!(mcp_tasks::backend::redis::DEFAULT_LEASE.as_secs(), 30);
+/// assert_eq!(ferrymcp_tasks::backend::redis::DEFAULT_LEASE.as_secs(), 30);
 /// ```
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 
@@ -31,14 +31,14 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 /// block time plus a margin instead.
 ///
 /// ```
-/// assert_eq!(mcp_tasks::backend::redis::DEFAULT_RESPONSE_TIMEOUT.as_secs(), 10);
+/// assert_eq!(ferrymcp_tasks::backend::redis::DEFAULT_RESPONSE_TIMEOUT.as_secs(), 10);
 /// ```
 pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How a [`RedisBackend`](super::RedisBackend) names its keys and leases its work.
 ///
 /// ```
-/// use mcp_tasks::backend::redis::RedisOptions;
+/// use ferrymcp_tasks::backend::redis::RedisOptions;
 /// let options = RedisOptions::default().with_queue("orders");
 /// assert_eq!(options.key_prefix(), "{mcpt:orders}");
 /// ```
@@ -90,7 +90,7 @@ impl RedisOptions {
     /// Sets the queue name.
     ///
     /// ```
-    /// let options = mcp_tasks::backend::redis::RedisOptions::default().with_queue("q1");
+    /// let options = ferrymcp_tasks::backend::redis::RedisOptions::default().with_queue("q1");
     /// assert_eq!(options.queue, "q1");
     /// ```
     pub fn with_queue(mut self, queue: impl Into<String>) -> Self {
@@ -102,7 +102,7 @@ impl RedisOptions {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let options = mcp_tasks::backend::redis::RedisOptions::default().with_lease(Duration::from_secs(5));
+    /// let options = ferrymcp_tasks::backend::redis::RedisOptions::default().with_lease(Duration::from_secs(5));
     /// assert_eq!(options.lease, Duration::from_secs(5));
     /// ```
     pub fn with_lease(mut self, lease: Duration) -> Self {
@@ -113,7 +113,7 @@ impl RedisOptions {
     /// Encrypts stored request contexts with `sealer`.
     ///
     /// ```
-    /// use mcp_tasks::{backend::redis::RedisOptions, sealing::Sealer};
+    /// use ferrymcp_tasks::{backend::redis::RedisOptions, sealing::Sealer};
     /// let options = RedisOptions::default().with_sealer(Sealer::new(&[7; 32]));
     /// assert!(options.sealer.is_some());
     /// ```
@@ -125,7 +125,7 @@ impl RedisOptions {
     /// Sets the queue's quotas and size limits.
     ///
     /// ```
-    /// use mcp_tasks::backend::{TaskLimits, redis::RedisOptions};
+    /// use ferrymcp_tasks::backend::{TaskLimits, redis::RedisOptions};
     /// let options = RedisOptions::default().with_limits(TaskLimits::default().with_max_tasks(500));
     /// assert_eq!(options.limits.max_tasks, 500);
     /// ```
@@ -137,7 +137,7 @@ impl RedisOptions {
     /// Trusts the certificate authorities in the PEM file at `path` for `rediss://`.
     ///
     /// ```
-    /// let options = mcp_tasks::backend::redis::RedisOptions::default().with_ca_file("/etc/redis/ca.pem");
+    /// let options = ferrymcp_tasks::backend::redis::RedisOptions::default().with_ca_file("/etc/redis/ca.pem");
     /// assert!(options.ca_file.is_some());
     /// ```
     pub fn with_ca_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
@@ -149,7 +149,7 @@ impl RedisOptions {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let options = mcp_tasks::backend::redis::RedisOptions::default()
+    /// let options = ferrymcp_tasks::backend::redis::RedisOptions::default()
     ///     .with_response_timeout(Duration::from_secs(3));
     /// assert_eq!(options.response_timeout, Duration::from_secs(3));
     /// ```
@@ -161,7 +161,7 @@ impl RedisOptions {
     /// The prefix of every key of the queue: `{mcpt:<queue>}`.
     ///
     /// ```
-    /// assert_eq!(mcp_tasks::backend::redis::RedisOptions::default().key_prefix(), "{mcpt:default}");
+    /// assert_eq!(ferrymcp_tasks::backend::redis::RedisOptions::default().key_prefix(), "{mcpt:default}");
     /// ```
     pub fn key_prefix(&self) -> String {
         format!("{{mcpt:{}}}", self.queue)
@@ -173,7 +173,7 @@ impl RedisOptions {
     /// `redis+cluster://` and `rediss+cluster://`.
     ///
     /// ```
-    /// use mcp_tasks::backend::redis::RedisOptions;
+    /// use ferrymcp_tasks::backend::redis::RedisOptions;
     /// let (url, options) = RedisOptions::default()
     ///     .from_url("redis://127.0.0.1:6379/2?queue=orders&lease_ms=5000")
     ///     .unwrap();
@@ -298,7 +298,7 @@ pub(super) fn cluster_seeds(client_url: &str) -> Option<Result<Vec<String>, Stri
 
 /// The URL without its password, for messages.
 pub(super) fn redact(url: &str) -> String {
-    mcp_core::secrets::redacted_url(url)
+    ferrymcp_core::secrets::redacted_url(url)
 }
 
 #[cfg(test)]

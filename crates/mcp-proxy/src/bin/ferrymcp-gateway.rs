@@ -1,17 +1,17 @@
-//! `mcp-gateway`: serves the upstreams a config file lists as one MCP endpoint.
+//! `ferrymcp-gateway`: serves the upstreams a config file lists as one MCP endpoint.
 //!
 //! ```text
-//! cargo run -p mcp-proxy --bin mcp-gateway -- --config gateway.toml            # stdio
-//! cargo run -p mcp-proxy --bin mcp-gateway -- --config gateway.toml --http 127.0.0.1:9000
+//! cargo run -p ferrymcp-proxy --bin ferrymcp-gateway -- --config gateway.toml            # stdio
+//! cargo run -p ferrymcp-proxy --bin ferrymcp-gateway -- --config gateway.toml --http 127.0.0.1:9000
 //! ```
 //!
-//! The config format is documented in `mcp_proxy::gateway`.
+//! The config format is documented in `ferrymcp_proxy::gateway`.
 
 use std::{net::SocketAddr, path::PathBuf};
 
 use clap::Parser;
-use mcp_core::HttpServer;
-use mcp_proxy::gateway::GatewayConfig;
+use ferrymcp_core::HttpServer;
+use ferrymcp_proxy::gateway::GatewayConfig;
 
 /// mimalloc: with glibc's allocator a gateway under load spends about a quarter of its CPU
 /// in `malloc`/`free` and their arena locks; mimalloc doubles its throughput at 32 callers
