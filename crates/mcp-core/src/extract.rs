@@ -64,6 +64,12 @@ use crate::{
 ///     }
 /// }
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be extracted from the request",
+    label = "not an extractor",
+    note = "extractors are `Context`, `State<T>`, `CurrentServer`, `Principal`, `CancellationToken`, ...; implement `FromContext` for your own",
+    note = "only the last parameter may take the call's arguments (`Args<T>`, `RawArgs`, `Target`)"
+)]
 pub trait FromContext: Sized + Send + 'static {
     /// Extracts the value, or fails the call.
     fn from_context(cx: &Context) -> Result<Self, ToolError>;
@@ -210,6 +216,11 @@ pub struct CallParts {
 
 /// What the last parameter of a tool function may be: a [`FromContext`] value, or a consumer
 /// of the call's arguments such as [`Args`]. `M` only disambiguates the two kinds.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the last parameter of a handler",
+    label = "neither an extractor nor the call's arguments",
+    note = "take the arguments as `Args<T>` with `T: Deserialize + JsonSchema`, or use `#[tool]`, which makes plain parameters arguments"
+)]
 pub trait FromCall<M>: Sized + Send + 'static {
     /// Extracts the value; may take the arguments out of `parts`.
     #[doc(hidden)]

@@ -32,6 +32,13 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// fn schema_of<H: HandlerFn<M, R>, M, R>(_: H) -> ferrymcp_core::types::JsonObject { H::input_schema() }
 /// assert!(schema_of(profile)["properties"]["id"].is_object());
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a handler function",
+    label = "not an `async fn` (or closure) whose parameters are all extractors",
+    note = "every parameter but the last must be an extractor (`Context`, `State<T>`, `Principal`, ...), the last may also be `Args<T>`; up to 12 parameters",
+    note = "`Args<T>` needs `T: serde::Deserialize + schemars::JsonSchema`",
+    note = "a parameter such as `a: i64` is an argument only with `#[tool]`; without it, put the arguments in a struct and take `Args<YourStruct>`"
+)]
 pub trait HandlerFn<M, R>: Clone + Send + Sync + 'static {
     /// The input schema: that of the [`Args`](crate::Args) parameter, or an empty object.
     fn input_schema() -> JsonObject;
@@ -138,6 +145,14 @@ impl_handler_fn!([T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11], T12);
 ///
 /// let _ = (ToolDef::new("add", add), ToolDef::new("ping", ping), ToolDef::new("who", who));
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tool handler",
+    label = "not an `async fn` (or closure) whose parameters are extractors and whose output a tool can return",
+    note = "every parameter but the last must be an extractor (`Context`, `State<T>`, `Principal`, ...), the last may also be `Args<T>`; up to 12 parameters",
+    note = "the future must resolve to a value a tool can return (`String`, numbers, `Json<T>`, `CallToolResult`, ...) or a `Result` of one with an error that converts into `ToolError`",
+    note = "`Args<T>` needs `T: serde::Deserialize + schemars::JsonSchema`",
+    note = "a parameter such as `a: i64` is an argument only with `#[tool]`; without it, put the arguments in a struct and take `Args<YourStruct>`"
+)]
 pub trait Handler<M>: Clone + Send + Sync + 'static {
     /// The input schema: that of the [`Args`](crate::Args) parameter, or an empty object.
     fn input_schema() -> JsonObject;

@@ -98,3 +98,11 @@ pub use tokio_util::sync::CancellationToken;
 pub use tool::{TaskConfig, ToolDef, ToolInfo};
 pub use transport::http::{HttpConfig, HttpConfigError, HttpServer};
 pub use transport::stdio::StdioConfig;
+
+/// What the `#[tool]`, `#[resource]` and `#[prompt]` macros name in the code they
+/// generate; not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use schemars;
+    pub use serde;
+}

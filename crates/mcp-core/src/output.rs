@@ -75,6 +75,12 @@ impl OutputSchema {
 }
 
 /// A value a tool can return. See the [module docs](self) for what each type becomes.
+#[diagnostic::on_unimplemented(
+    message = "a tool cannot return `{Self}`",
+    label = "not a tool output",
+    note = "a tool returns `String`, `&'static str`, numbers, `bool`, `()`, `Json<T>` (T: Serialize + JsonSchema), `Image`, `Audio`, `Contents`, `CallToolResult`, or a `Result` of one",
+    note = "for a struct of your own, return `Json(value)` with `#[derive(Serialize, JsonSchema)]` on it"
+)]
 pub trait IntoToolOutput: Send + 'static {
     /// The output schema, or `None` when the result has no structured content.
     fn output_schema() -> Option<OutputSchema>;
@@ -93,6 +99,11 @@ pub trait IntoToolOutput: Send + 'static {
 }
 
 /// What a tool function's future resolves to: an [`IntoToolOutput`], or a `Result` of one.
+#[diagnostic::on_unimplemented(
+    message = "a tool cannot return `{Self}`",
+    label = "not a tool output, nor a `Result` of one",
+    note = "a tool returns `String`, numbers, `Json<T>`, `CallToolResult`, ..., or `Result<T, E>` of one where `E` converts into `ToolError`"
+)]
 pub trait IntoToolResult: Send + 'static {
     /// The successful output type.
     type Output: IntoToolOutput;

@@ -57,6 +57,11 @@ use crate::{
 /// # let ferrymcp_core::types::GetPromptResponse::Complete(rendered) = rendered else { unreachable!() };
 /// assert_eq!(rendered.messages.len(), 1);
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "a prompt cannot return `{Self}`",
+    label = "not a prompt result",
+    note = "a prompt returns `String`, `&'static str`, `PromptMessage`, `Vec<PromptMessage>`, `GetPromptResult`, or a `Result` of one"
+)]
 pub trait IntoPromptResult: Send + 'static {
     /// The rendered prompt.
     fn into_prompt_response(self) -> Result<GetPromptResponse, ToolError>;

@@ -67,6 +67,11 @@ use crate::{
 /// # let ferrymcp_core::types::ResourceContents::TextResourceContents { mime_type, .. } = &read.contents[0] else { unreachable!() };
 /// assert_eq!(mime_type.as_deref(), Some("application/json"));
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "a resource cannot return `{Self}`",
+    label = "not resource contents",
+    note = "a resource returns `String`, `&'static str`, `Bytes`, `Json<T>`, `ResourceContents`, `Vec<ResourceContents>`, or a `Result` of one"
+)]
 pub trait IntoResourceContents: Send + 'static {
     /// The read result for `uri`; `mime_type` is the resource's declared type, if any.
     fn into_read_response(

@@ -635,7 +635,8 @@ impl Server {
     /// let mixed = s.add_tool(ToolDef::new("t", || async { 3 }));
     /// assert!(matches!(mixed, Err(ServerError::MixedVersioning { .. })));
     /// ```
-    pub fn add_tool(&self, def: ToolDef) -> Result<(), ServerError> {
+    pub fn add_tool(&self, def: impl Into<ToolDef>) -> Result<(), ServerError> {
+        let def = def.into();
         if def.name.is_empty() {
             return Err(ServerError::InvalidName {
                 name: def.name,

@@ -76,7 +76,8 @@ impl Server {
     /// let mixed = s.add_prompt(PromptDef::new("p", || async { "two" }));
     /// assert!(matches!(mixed, Err(ServerError::MixedVersioning { kind: "prompt", .. })));
     /// ```
-    pub fn add_prompt(&self, def: PromptDef) -> Result<(), ServerError> {
+    pub fn add_prompt(&self, def: impl Into<PromptDef>) -> Result<(), ServerError> {
+        let def = def.into();
         if def.name.is_empty() {
             return Err(ServerError::InvalidName {
                 name: def.name,

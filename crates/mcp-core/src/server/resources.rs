@@ -120,7 +120,8 @@ impl Server {
     /// let bad = s.add_resource(ResourceDef::new("data://x/{id}", |Args(n): Args<Named>| async move { n.name }));
     /// assert!(matches!(bad, Err(ServerError::TemplateArguments { .. })));
     /// ```
-    pub fn add_resource(&self, def: ResourceDef) -> Result<(), ServerError> {
+    pub fn add_resource(&self, def: impl Into<ResourceDef>) -> Result<(), ServerError> {
+        let def = def.into();
         let version = self.parse_version("resource", &def.uri, def.version.as_deref())?;
         let guarded = !def.requirement.is_none();
         if !def.uri.contains('{') {
