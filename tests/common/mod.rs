@@ -5,7 +5,14 @@ use std::path::PathBuf;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// `target/<profile>/examples/demo`, which `cargo test` builds before running tests.
+#[allow(dead_code)]
 pub fn demo_binary() -> PathBuf {
+    example_binary("demo")
+}
+
+/// `target/<profile>/examples/<name>`, which `cargo test` builds before running tests.
+#[allow(dead_code)]
+pub fn example_binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
     let profile_dir = exe
         .parent()
@@ -13,10 +20,10 @@ pub fn demo_binary() -> PathBuf {
         .expect("the test binary lives in target/<profile>/deps");
     let binary = profile_dir
         .join("examples")
-        .join(format!("demo{}", std::env::consts::EXE_SUFFIX));
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     assert!(
         binary.exists(),
-        "{} is missing: run the suite with `cargo test` (which builds examples) or `cargo build --example demo` first",
+        "{} is missing: run the suite with `cargo test` (which builds examples) or `cargo build --example {name}` first",
         binary.display()
     );
     binary
