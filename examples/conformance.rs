@@ -966,7 +966,8 @@ fn resources_and_prompts(server: &Server) -> Result<(), ServerError> {
 
 /// The whole fixture server, with the tasks extension on.
 fn conformance_server() -> Result<Server, Box<dyn std::error::Error>> {
-    let server = Server::new("ferrymcp-conformance").with_version(env!("CARGO_PKG_VERSION"));
+    let server = Server::new("ferrymcp-conformance");
+    server.set_version(env!("CARGO_PKG_VERSION"));
     tools(&server)?;
     task_tools(&server)?;
     resources_and_prompts(&server)?;

@@ -282,9 +282,9 @@ fn demo_server(config: TasksConfig, auth: bool) -> Result<Server, ServerError> {
             }),
     )?;
 
-    let parent = Server::new("demo")
-        .with_version(env!("CARGO_PKG_VERSION"))
-        .with_instructions("A demo of ferrymcp: arithmetic, a sleeper, and a mounted child.");
+    let parent = Server::new("demo");
+    parent.set_version(env!("CARGO_PKG_VERSION"));
+    parent.set_instructions("A demo of ferrymcp: arithmetic, a sleeper, and a mounted child.");
     parent.add_tool(ToolDef::new("add", add).description("Adds two integers"))?;
     parent.add_tool(
         ToolDef::new("parent_tool", parent_tool)

@@ -153,7 +153,8 @@ async fn issue12_i19_a_tool_past_its_own_timeout_answers_32000_and_its_handler_i
 #[tokio::test]
 async fn issue12_i19_the_server_wide_default_bounds_tools_without_their_own() {
     let signals = Arc::new(Signals::default());
-    let server = Server::new("s").with_call_timeout(LIMIT);
+    let server = Server::new("s");
+    server.set_call_timeout(LIMIT);
     server
         .add_tool(stuck("stuck", &signals))
         .expect("register stuck");
@@ -171,7 +172,8 @@ async fn issue12_i19_the_server_wide_default_bounds_tools_without_their_own() {
 
 #[tokio::test]
 async fn issue12_i19_a_tool_under_its_limit_answers_normally() {
-    let server = Server::new("s").with_call_timeout(BOUND);
+    let server = Server::new("s");
+    server.set_call_timeout(BOUND);
     server
         .add_tool(working("quick").timeout(Duration::from_secs(2)))
         .expect("register");
@@ -189,7 +191,8 @@ async fn issue12_i19_a_mounted_tool_keeps_its_own_timeout_and_the_error_names_th
         .add_tool(stuck("stuck", &signals).timeout(LIMIT))
         .expect("register");
     // The parent's default is far longer: the child's tool's own limit applies.
-    let parent = Server::new("parent").with_call_timeout(BOUND);
+    let parent = Server::new("parent");
+    parent.set_call_timeout(BOUND);
     parent.mount(&child, "child").expect("mount");
     let http = Http::serve(parent).await;
     assert_timed_out(
@@ -203,7 +206,8 @@ async fn issue12_i19_a_mounted_tool_keeps_its_own_timeout_and_the_error_names_th
 
 #[tokio::test]
 async fn issue12_i19_a_task_run_is_not_bounded_by_the_call_timeout() {
-    let server = Server::new("s").with_call_timeout(LIMIT);
+    let server = Server::new("s");
+    server.set_call_timeout(LIMIT);
     server
         .add_extension(TasksExtension::with_config(TasksConfig::default()))
         .expect("tasks");

@@ -339,9 +339,14 @@ async fn issue12_request_state_replayed_with_other_arguments_is_rejected() {
 #[tokio::test]
 async fn issue12_a_rotated_keyring_keeps_rounds_in_flight_and_a_dropped_key_is_rejected() {
     let (old, new) = ([1u8; 32], [2u8; 32]);
-    let before = serve(server().with_request_state_keys([old]).expect("ring")).await;
-    let rotated = serve(server().with_request_state_keys([new, old]).expect("ring")).await;
-    let dropped = serve(server().with_request_state_key(new).expect("key")).await;
+    let keyed = |keys: &[[u8; 32]]| {
+        let server = server();
+        server.set_request_state_keys(keys).expect("ring");
+        server
+    };
+    let before = serve(keyed(&[old])).await;
+    let rotated = serve(keyed(&[new, old])).await;
+    let dropped = serve(keyed(&[new])).await;
     let args = json!({"text": "hi"});
 
     let state = before.round(None, args.clone()).await;
@@ -365,7 +370,9 @@ async fn issue12_a_rotated_keyring_keeps_rounds_in_flight_and_a_dropped_key_is_r
 /// by the time it comes back.
 #[tokio::test]
 async fn issue12_expired_request_state_is_rejected() {
-    let http = serve(server().with_request_state_ttl(Duration::ZERO)).await;
+    let expiring = server();
+    expiring.set_request_state_ttl(Duration::ZERO);
+    let http = serve(expiring).await;
     let args = json!({"text": "hi"});
     let state = http.round(None, args.clone()).await;
     let message = rejected(&http.retry(None, args, &state).await);

@@ -262,7 +262,8 @@ impl Middleware for RewriteInstructions {
 
 #[tokio::test]
 async fn b05_middleware_can_change_the_discover_answer() {
-    let server = Server::new("discoverable").with_instructions("original instructions");
+    let server = Server::new("discoverable");
+    server.set_instructions("original instructions");
     server
         .tool("ping", || async { "pong" })
         .expect("tool registers");

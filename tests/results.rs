@@ -648,7 +648,8 @@ async fn i18_error_details_are_masked_by_default() {
 
 #[tokio::test]
 async fn i18_unmasked_errors_carry_the_detail() {
-    let server = Server::new("s").mask_error_details(false);
+    let server = Server::new("s");
+    server.set_mask_error_details(false);
     server.tool("leak", leak).expect("tool");
     server.tool("boom", boom).expect("tool");
 

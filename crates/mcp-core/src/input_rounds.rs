@@ -8,13 +8,13 @@
 //! **`requestState` is sealed.** What leaves the server is encrypted and authenticated
 //! (XChaCha20-Poly1305), bound to the caller, the method, the target and the request's
 //! arguments, and expires (15 minutes unless
-//! [`Server::with_request_state_ttl`](crate::Server::with_request_state_ttl) says
+//! [`Server::set_request_state_ttl`](crate::Server::set_request_state_ttl) says
 //! otherwise); a forged, tampered, expired or replayed-elsewhere value is rejected with
 //! `-32602` before any handler runs. The client cannot read the handler's state, and the
 //! handler only ever sees its own. The key is random per process unless set with
-//! [`Server::with_request_state_key`](crate::Server::with_request_state_key) or, to rotate
+//! [`Server::set_request_state_key`](crate::Server::set_request_state_key) or, to rotate
 //! keys without breaking rounds in flight,
-//! [`Server::with_request_state_keys`](crate::Server::with_request_state_keys) (set them
+//! [`Server::set_request_state_keys`](crate::Server::set_request_state_keys) (set them
 //! when several replicas serve one client).
 //!
 //! **2025-11-25 connections** have no input rounds on the wire but do have server-to-client

@@ -289,7 +289,7 @@ impl ToolDef {
     /// Bounds how long a synchronous call of this tool may run. Past it the client gets a
     /// `-32000` error, `Tool '<name>' execution timed out after <t>s`, the handler's future
     /// is dropped and its [`Context::cancellation`](crate::Context::cancellation) token
-    /// fires. It overrides the server's [`with_call_timeout`](crate::Server::with_call_timeout)
+    /// fires. It overrides the server's [`set_call_timeout`](crate::Server::set_call_timeout)
     /// default; a zero duration sets none (the default then applies).
     ///
     /// A run as a background task is not bounded by it: a task lives as long as its TTL.

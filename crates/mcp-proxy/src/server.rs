@@ -92,9 +92,9 @@ impl ProxyServer {
     /// ```
     pub async fn build(self) -> Result<Server, ProxyError> {
         let name = self.name.unwrap_or_else(|| self.upstream.name().to_owned());
-        let mut server = Server::new(name);
+        let server = Server::new(name);
         if let Some(instructions) = self.upstream.instructions().await? {
-            server = server.with_instructions(instructions);
+            server.set_instructions(instructions);
         }
         server.insert_state(ProxyState {
             upstream: self.upstream.clone(),

@@ -354,7 +354,7 @@ impl Server {
     /// A server named `name` with nothing registered.
     ///
     /// Error details of failing tools are masked by default; see
-    /// [`mask_error_details`](Self::mask_error_details).
+    /// [`set_mask_error_details`](Self::set_mask_error_details).
     ///
     /// ```
     /// assert_eq!(ferrymcp_core::Server::new("demo").name(), "demo");
@@ -402,49 +402,48 @@ impl Server {
         &self.inner.name
     }
 
-    /// Sets the server's version (`serverInfo.version`).
+    /// Sets the server's version (`serverInfo.version`). Like every setter of a server,
+    /// it changes the server every clone of this handle shares.
     ///
     /// ```
-    /// let s = ferrymcp_core::Server::new("x").with_version("1.2.3");
+    /// let s = ferrymcp_core::Server::new("x");
+    /// s.set_version("1.2.3");
     /// assert_eq!(s.version().as_deref(), Some("1.2.3"));
     /// ```
-    pub fn with_version(self, version: impl std::fmt::Display) -> Self {
+    pub fn set_version(&self, version: impl std::fmt::Display) {
         self.info_mut().version = Some(version.to_string());
-        self
     }
 
     /// Sets the human-readable title (`serverInfo.title`).
     ///
     /// ```
-    /// let _ = ferrymcp_core::Server::new("x").with_title("The X server");
+    /// ferrymcp_core::Server::new("x").set_title("The X server");
     /// ```
-    pub fn with_title(self, title: impl Into<String>) -> Self {
+    pub fn set_title(&self, title: impl Into<String>) {
         self.info_mut().title = Some(title.into());
-        self
     }
 
     /// Sets the instructions clients may show a model.
     ///
     /// ```
-    /// let _ = ferrymcp_core::Server::new("x").with_instructions("Use add for sums.");
+    /// ferrymcp_core::Server::new("x").set_instructions("Use add for sums.");
     /// ```
-    pub fn with_instructions(self, instructions: impl Into<String>) -> Self {
+    pub fn set_instructions(&self, instructions: impl Into<String>) {
         self.info_mut().instructions = Some(instructions.into());
-        self
     }
 
     /// Sets the key that seals `requestState` in input rounds: exactly 32 bytes. Without
     /// it each process uses a random key, so set the same key on every replica that may
     /// receive a client's retry. The same as
-    /// [`with_request_state_keys`](Self::with_request_state_keys) with one key.
+    /// [`set_request_state_keys`](Self::set_request_state_keys) with one key.
     ///
     /// ```
-    /// let s = ferrymcp_core::Server::new("s").with_request_state_key([7u8; 32]).unwrap();
-    /// assert!(ferrymcp_core::Server::new("s").with_request_state_key(b"short".to_vec()).is_err());
-    /// # drop(s);
+    /// let s = ferrymcp_core::Server::new("s");
+    /// s.set_request_state_key([7u8; 32]).unwrap();
+    /// assert!(s.set_request_state_key(b"short".to_vec()).is_err());
     /// ```
-    pub fn with_request_state_key(self, key: impl Into<Vec<u8>>) -> Result<Self, ServerError> {
-        self.with_request_state_keys([key.into()])
+    pub fn set_request_state_key(&self, key: impl Into<Vec<u8>>) -> Result<(), ServerError> {
+        self.set_request_state_keys([key.into()])
     }
 
     /// Sets the keyring that seals `requestState`: the first key (the current one) seals,
@@ -456,24 +455,24 @@ impl Server {
     /// anonymous), method, target (tool name, resource URI or prompt name) and arguments
     /// (compared as JSON values, whatever their member order), before it expires. To rotate, put the new key first
     /// and keep the old ones after it for as long as their values may still come back
-    /// (the TTL, [`with_request_state_ttl`](Self::with_request_state_ttl)); a value sealed
+    /// (the TTL, [`set_request_state_ttl`](Self::set_request_state_ttl)); a value sealed
     /// with a key no longer in the ring is rejected with `-32602`.
     ///
     /// ```
     /// let (new, old) = ([2u8; 32], [1u8; 32]);
-    /// let s = ferrymcp_core::Server::new("s").with_request_state_keys([new, old]).unwrap();
-    /// assert!(ferrymcp_core::Server::new("s").with_request_state_keys(Vec::<[u8; 32]>::new()).is_err());
-    /// # drop(s);
+    /// let s = ferrymcp_core::Server::new("s");
+    /// s.set_request_state_keys([new, old]).unwrap();
+    /// assert!(s.set_request_state_keys(Vec::<[u8; 32]>::new()).is_err());
     /// ```
-    pub fn with_request_state_keys<K: AsRef<[u8]>>(
-        self,
+    pub fn set_request_state_keys<K: AsRef<[u8]>>(
+        &self,
         keys: impl IntoIterator<Item = K>,
-    ) -> Result<Self, ServerError> {
+    ) -> Result<(), ServerError> {
         let ttl = self.inner.seal.load().ttl();
         let seal = crate::request_state::StateSeal::with_keys(keys, ttl)
             .map_err(|e| ServerError::RequestStateKey(e.to_string()))?;
         self.inner.seal.store(Arc::new(seal));
-        Ok(self)
+        Ok(())
     }
 
     /// Sets how long a sealed `requestState` stays valid (default 15 minutes): a client
@@ -481,13 +480,13 @@ impl Server {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let s = ferrymcp_core::Server::new("s").with_request_state_ttl(Duration::from_secs(60));
+    /// let s = ferrymcp_core::Server::new("s");
+    /// s.set_request_state_ttl(Duration::from_secs(60));
     /// assert_eq!(s.request_state_ttl(), Duration::from_secs(60));
     /// ```
-    pub fn with_request_state_ttl(self, ttl: std::time::Duration) -> Self {
+    pub fn set_request_state_ttl(&self, ttl: std::time::Duration) {
         let seal = self.inner.seal.load().with_ttl(ttl);
         self.inner.seal.store(Arc::new(seal));
-        self
     }
 
     /// How long a sealed `requestState` stays valid.
@@ -533,15 +532,15 @@ impl Server {
     /// The owning server's setting applies.
     ///
     /// ```
-    /// let s = ferrymcp_core::Server::new("x").mask_error_details(false);
+    /// let s = ferrymcp_core::Server::new("x");
+    /// s.set_mask_error_details(false);
     /// assert!(!s.masks_error_details());
     /// ```
-    pub fn mask_error_details(self, mask: bool) -> Self {
+    pub fn set_mask_error_details(&self, mask: bool) {
         self.inner.mask_error_details.store(mask, Ordering::Relaxed);
-        self
     }
 
-    /// See [`mask_error_details`](Self::mask_error_details).
+    /// See [`set_mask_error_details`](Self::set_mask_error_details).
     ///
     /// ```
     /// assert!(ferrymcp_core::Server::new("x").masks_error_details());
@@ -560,16 +559,16 @@ impl Server {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let s = ferrymcp_core::Server::new("s").with_call_timeout(Duration::from_secs(30));
+    /// let s = ferrymcp_core::Server::new("s");
+    /// s.set_call_timeout(Duration::from_secs(30));
     /// assert_eq!(s.call_timeout(), Some(Duration::from_secs(30)));
     /// ```
-    pub fn with_call_timeout(self, timeout: Duration) -> Self {
+    pub fn set_call_timeout(&self, timeout: Duration) {
         let nanos = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
         self.inner.call_timeout.store(nanos, Ordering::Relaxed);
-        self
     }
 
-    /// The default set with [`with_call_timeout`](Self::with_call_timeout), if any.
+    /// The default set with [`set_call_timeout`](Self::set_call_timeout), if any.
     ///
     /// ```
     /// assert_eq!(ferrymcp_core::Server::new("s").call_timeout(), None);
@@ -1502,7 +1501,9 @@ impl Server {
     /// The `initialize`/`server/discover` answer: identity, tools, extension settings.
     ///
     /// ```
-    /// let config = ferrymcp_core::Server::new("demo").with_version("1.0").server_config();
+    /// let server = ferrymcp_core::Server::new("demo");
+    /// server.set_version("1.0");
+    /// let config = server.server_config();
     /// assert_eq!(config.server_info.name, "demo");
     /// assert!(config.capabilities.tools.is_some());
     /// ```
