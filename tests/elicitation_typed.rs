@@ -4,7 +4,13 @@
 //! Accepted, declined and cancelled answers, content that does not fit `T`, two questions in
 //! one tool, a client that cannot be asked and a type that cannot be asked for.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
 
 use ferrymcp::{
     Context, ElicitError, Elicitation, Server, ToolDef, ToolError,
@@ -61,7 +67,14 @@ struct Nested {
     address: Address,
 }
 
+/// How many times `profile` ran on a server.
+#[derive(Clone)]
+struct Runs(Arc<AtomicUsize>);
+
 async fn profile(cx: Context) -> Result<String, ToolError> {
+    if let Some(Runs(runs)) = cx.server().state::<Runs>() {
+        runs.fetch_add(1, Ordering::SeqCst);
+    }
     Ok(match cx.elicit::<Profile>("Your profile?").await? {
         Elicitation::Accepted(p) => format!(
             "{} is {}, likes {:?}, nickname {:?}",
@@ -107,6 +120,8 @@ struct Scripted {
     config: ClientConfig,
     answer: Value,
     asked: Arc<Mutex<Vec<Value>>>,
+    /// The runs of the server's `profile` tool.
+    runs: Arc<AtomicUsize>,
 }
 
 impl Scripted {
@@ -117,6 +132,7 @@ impl Scripted {
             config,
             answer,
             asked: Arc::default(),
+            runs: Arc::default(),
         }
     }
 }
@@ -144,7 +160,9 @@ type Client = RunningService<RoleClient, Scripted>;
 async fn connect(handler: Scripted, lifecycle: Lifecycle) -> Client {
     let (client_end, server_end) = tokio::io::duplex(1 << 20);
     let (read, write) = tokio::io::split(server_end);
-    tokio::spawn(server().serve_io(read, write));
+    let server = server();
+    server.insert_state(Runs(Arc::clone(&handler.runs)));
+    tokio::spawn(server.serve_io(read, write));
     connect_with(handler, client_end, lifecycle)
         .await
         .expect("connect")
@@ -251,6 +269,11 @@ async fn on_2026_07_28_accepted_content_arrives_typed_after_the_retry() {
 
     let done = call(&client, "profile", answer(&key, ada()), state).await;
     assert_eq!(text_of(&done), "Ada is 36, likes Red, nickname None");
+    assert_eq!(
+        client.service().runs.load(Ordering::SeqCst),
+        2,
+        "the round, then the retry"
+    );
     assert!(
         client.service().asked.lock().await.is_empty(),
         "2026-07-28 clients are never sent server-to-client requests"
@@ -321,6 +344,11 @@ async fn on_2025_11_25_the_client_is_asked_over_the_session() {
         assert_eq!(
             asked[0]["requestedSchema"]["properties"]["age"]["type"],
             "integer"
+        );
+        assert_eq!(
+            client.service().runs.load(Ordering::SeqCst),
+            1,
+            "asked from inside the one run, not by running the tool again"
         );
         client.cancel().await.unwrap();
     }
