@@ -412,11 +412,14 @@ async fn a_type_that_cannot_be_asked_for_is_an_error_before_anything_is_sent() {
 
 /// Waits for `id` to park `input_required` and answers its one question with `value`.
 async fn answer_task(tasks: &TaskClient<'_>, id: &str, value: Value) -> Value {
+    let mut targets = TERMINAL.to_vec();
+    targets.push(TaskStatus::InputRequired);
     let parked = tasks
-        .wait(id, &[TaskStatus::InputRequired], Duration::from_secs(5))
+        .wait(id, &targets, Duration::from_secs(5))
         .await
         .unwrap();
     let body = serde_json::to_value(&parked).unwrap();
+    assert_eq!(body["status"], "input_required", "{body}");
     let requests = body["inputRequests"].as_object().expect("input requests");
     assert_eq!(requests.len(), 1, "{body}");
     let (key, request) = requests.iter().next().unwrap();
