@@ -13,10 +13,13 @@ use std::{
 };
 
 use ferrymcp::{
-    Context, ElicitError, Elicitation, Server, ToolDef, ToolError,
+    Context, ElicitError, Elicitation, PromptDef, ResourceDef, Server, ToolDef, ToolError,
     elicitation::requested_schema,
     tasks::TasksExtension,
-    types::{CallToolRequestParams, CallToolResponse, InputResponses, TaskStatus},
+    types::{
+        CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
+        InputResponses, ReadResourceRequestParams, ReadResourceResponse, TaskStatus,
+    },
 };
 use ferrymcp_test_helpers::{
     client::{Lifecycle, client_config, connect_with},
@@ -109,6 +112,12 @@ fn server() -> Server {
         .add_tool(ToolDef::new("two_questions", two_questions).task(true))
         .unwrap();
     server.add_tool(ToolDef::new("nested", nested)).unwrap();
+    server
+        .add_resource(ResourceDef::new("data://profile", profile))
+        .unwrap();
+    server
+        .add_prompt(PromptDef::new("profile", profile))
+        .unwrap();
     server.add_extension(TasksExtension::new()).unwrap();
     server
 }
@@ -470,4 +479,47 @@ async fn inside_a_task_the_task_waits_input_required_and_completes_with_the_type
     assert_eq!(body["status"], "completed", "{body}");
     assert_eq!(body["result"]["content"][0]["text"], "Ada saved=true");
     running.stop().await;
+}
+
+#[tokio::test]
+async fn resources_and_prompts_elicit_too() {
+    let client = connect(Scripted::new(ada()), Lifecycle::Modern).await;
+    let read = client
+        .read_resource_once(ReadResourceRequestParams::new("data://profile"))
+        .await
+        .unwrap();
+    let ReadResourceResponse::InputRequired(round) = read else {
+        panic!("expected an input round, got {read:?}")
+    };
+    let mut retry = ReadResourceRequestParams::new("data://profile");
+    retry.input_responses = answer("elicit-1", ada());
+    retry.request_state = round.request_state;
+    let read = client.read_resource_once(retry).await.unwrap();
+    let ReadResourceResponse::Complete(result) = read else {
+        panic!("{read:?}")
+    };
+    assert_eq!(
+        serde_json::to_value(&result.contents[0]).unwrap()["text"],
+        "Ada is 36, likes Red, nickname None"
+    );
+
+    let rendered = client
+        .get_prompt_once(GetPromptRequestParams::new("profile"))
+        .await
+        .unwrap();
+    let GetPromptResponse::InputRequired(round) = rendered else {
+        panic!("expected an input round, got {rendered:?}")
+    };
+    let mut retry = GetPromptRequestParams::new("profile");
+    retry.input_responses = answer("elicit-1", json!({"action": "decline"}));
+    retry.request_state = round.request_state;
+    let rendered = client.get_prompt_once(retry).await.unwrap();
+    let GetPromptResponse::Complete(result) = rendered else {
+        panic!("{rendered:?}")
+    };
+    assert_eq!(
+        serde_json::to_value(&result.messages[0]).unwrap()["content"]["text"],
+        "declined"
+    );
+    client.cancel().await.unwrap();
 }
