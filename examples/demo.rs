@@ -47,15 +47,15 @@ use std::{net::SocketAddr, time::Duration};
 
 use clap::{Parser, Subcommand};
 use ferrymcp::{
-    Args, Context, HttpConfig, HttpServer, InputRequired, Json, LogLevel, MountOptions, Outcome,
-    PromptDef, ResourceDef, Server, ServerError, StdioConfig, ToolDef, ToolError,
+    Args, Context, Elicitation, HttpConfig, HttpServer, Json, LogLevel, MountOptions, PromptDef,
+    ResourceDef, Server, ServerError, StdioConfig, ToolDef, ToolError,
     auth::{
         ResourceServer,
         verify::{CachedVerifier, JwtVerifier},
     },
     completion::Completion,
     tasks::{TasksConfig, TasksExtension, Worker},
-    types::{InputRequest, TaskSupport},
+    types::TaskSupport,
 };
 use serde::Deserialize;
 
@@ -202,35 +202,28 @@ async fn echo(Args(Message { message }): Args<Message>) -> String {
     message
 }
 
-/// Asks for the user's name with an elicitation round, then greets them. The same code runs
-/// synchronously (an input round on the call) and as a task (`input_required`).
-async fn ask_name(cx: Context) -> Result<Outcome<String>, ToolError> {
-    if let Some(answer) = cx.input_responses().and_then(|r| r.get("name")) {
-        let name = match answer["action"].as_str() {
-            Some("accept") => answer["content"]["name"].as_str().unwrap_or("stranger"),
-            _ => "stranger",
-        };
-        return Ok(Outcome::Done(format!("Hello, {name}!")));
+/// The answer `ask_name` asks for: its schema is the elicitation's `requestedSchema`.
+#[derive(Deserialize, schemars::JsonSchema)]
+struct Name {
+    name: String,
+}
+
+/// Asks for the user's name with a typed elicitation, then greets them. The same code runs
+/// on 2026-07-28 (an input round on the call), on 2025-11-25 (an `elicitation/create`
+/// request to the client) and as a task (`input_required`).
+async fn ask_name(cx: Context) -> Result<String, ToolError> {
+    if cx.input_responses().is_none() {
+        cx.log(LogLevel::Info, "asking for the user's name").await;
     }
-    cx.log(LogLevel::Info, "asking for the user's name").await;
-    let ask: InputRequest = serde_json::from_value(serde_json::json!({
-        "method": "elicitation/create",
-        "params": {
-            "mode": "form",
-            "message": "What is your name?",
-            "requestedSchema": {
-                "type": "object",
-                "properties": {"name": {"type": "string"}},
-                "required": ["name"]
-            }
-        }
-    }))
-    .map_err(ToolError::internal)?;
-    Ok(Outcome::InputRequired(
-        InputRequired::new()
-            .request("name", ask)
-            .with_state("asked-name"),
-    ))
+    // The key "name" is the one clients of this demo answer under.
+    let name = match cx
+        .elicit_keyed::<Name>("name", "What is your name?")
+        .await?
+    {
+        Elicitation::Accepted(Name { name }) => name,
+        Elicitation::Declined | Elicitation::Cancelled => "stranger".to_owned(),
+    };
+    Ok(format!("Hello, {name}!"))
 }
 
 async fn readme() -> &'static str {

@@ -1,6 +1,9 @@
 //! [`Context`]: what a tool, middleware or extension knows about the request it serves.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{
+    Arc, Mutex, PoisonError,
+    atomic::{AtomicUsize, Ordering},
+};
 
 use ferrymcp_types::{InputResponses, JsonObject, ProtocolVersion, RequestId, meta};
 use rmcp::{RoleServer, model::Extensions, service::Peer};
@@ -69,7 +72,12 @@ pub struct RequestScope {
     log_level: Option<crate::LogLevel>,
     progress_sink: ProgressSlot,
     after_response: AfterResponse,
+    elicitations: ElicitationCounter,
 }
+
+/// How many automatic elicitations this run of the handler has made (their keys).
+#[derive(Debug, Clone, Default)]
+struct ElicitationCounter(Arc<AtomicUsize>);
 
 #[derive(Clone, Default)]
 struct ProgressSlot(Option<crate::logging::ProgressSink>);
@@ -319,6 +327,11 @@ impl RequestScope {
             .push(Box::new(callback));
     }
 
+    /// The number of the next automatic elicitation of this run: 1, 2, ...
+    pub(crate) fn next_elicitation(&self) -> usize {
+        self.elicitations.0.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
     /// Runs the [`after_response`](Self::after_response) callbacks (each once).
     pub(crate) fn finish(&self, delivered: bool) {
         let callbacks = std::mem::take(
@@ -522,6 +535,9 @@ impl Context {
         if scope.root.is_none() {
             scope.root = Some(server.clone());
         }
+        // Each run of a handler counts its elicitations from 1, so a retry asks for the same
+        // keys in the same order.
+        scope.elicitations = ElicitationCounter::default();
         Self {
             server,
             scope: Arc::new(scope),

@@ -15,6 +15,7 @@ use ferrymcp_types::{ErrorCode, ErrorData};
 /// | [`ToolError::new`] | a `CallToolResult` with `isError: true` and the message |
 /// | [`ToolError::protocol`], or `?` on an rmcp [`ErrorData`] | that JSON-RPC error |
 /// | [`ToolError::invalid_arguments`] | JSON-RPC `-32602` with the message |
+/// | `?` on an [`ElicitError`](crate::ElicitError) | an input round for [`InputRequired`](crate::ElicitError::InputRequired), `-32600` when the client cannot be asked, `isError: true` for content that does not fit, masked for a type that cannot be asked for |
 /// | `?` on any other error | `isError: true` with `Error calling tool '<name>'`, plus `: <error>` when the owning server does not mask error details |
 ///
 /// ```
@@ -38,7 +39,14 @@ enum ToolErrorKind {
     InvalidArguments(String),
     Protocol(ErrorData),
     Internal(Box<dyn StdError + Send + Sync>),
+    /// A request for client input raised by [`Context::elicit`](crate::Context::elicit),
+    /// which the component's runner turns into an input round.
+    InputRequired(crate::InputRequired),
 }
+
+/// What a tool asking for input answers where no input round can be returned.
+const NO_ROUND_HERE: &str =
+    "this tool asked for client input where only a final result is accepted";
 
 impl ToolError {
     /// A tool error the client sees as `isError: true` with `message`.
@@ -86,11 +94,43 @@ impl ToolError {
     /// ```
     pub fn internal(error: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
         let error = error.into();
+        let error = match error.downcast::<crate::ElicitError>() {
+            Ok(elicit) => return Self::from_elicit(*elicit),
+            Err(error) => error,
+        };
         match error.downcast::<ErrorData>() {
             Ok(data) => Self::protocol(*data),
             Err(error) => Self {
                 kind: ToolErrorKind::Internal(error),
             },
+        }
+    }
+
+    /// What an elicitation that returned no answer means for the client.
+    fn from_elicit(error: crate::ElicitError) -> Self {
+        use crate::ElicitError;
+        let kind = match error {
+            ElicitError::InputRequired(input) => ToolErrorKind::InputRequired(input),
+            ElicitError::ClientCannotElicit(_) => {
+                ToolErrorKind::Protocol(ErrorData::invalid_request(error.to_string(), None))
+            }
+            ElicitError::Request(_) => {
+                ToolErrorKind::Protocol(ErrorData::internal_error(error.to_string(), None))
+            }
+            ElicitError::InvalidContent { .. } | ElicitError::InvalidAnswer { .. } => {
+                ToolErrorKind::Message(error.to_string())
+            }
+            ElicitError::UnsupportedSchema { .. } => ToolErrorKind::Internal(Box::new(error)),
+        };
+        Self { kind }
+    }
+
+    /// The input round this error carries ([`Context::elicit`](crate::Context::elicit)
+    /// asked for input), or the error itself.
+    pub(crate) fn into_input_round(self) -> Result<crate::InputRequired, ToolError> {
+        match self.kind {
+            ToolErrorKind::InputRequired(input) => Ok(input),
+            kind => Err(Self { kind }),
         }
     }
 
@@ -113,6 +153,11 @@ impl ToolError {
                 ToolFailure::Error(ErrorData::new(ErrorCode::INVALID_PARAMS, message, None))
             }
             ToolErrorKind::Protocol(error) => ToolFailure::Error(error),
+            ToolErrorKind::InputRequired(_) => {
+                ToolFailure::Result(CallToolResult::error(vec![ContentBlock::text(
+                    NO_ROUND_HERE,
+                )]))
+            }
             ToolErrorKind::Internal(error) => {
                 let text = if mask_details {
                     format!("Error calling tool '{tool}'")
@@ -184,6 +229,9 @@ impl ToolError {
                 ErrorData::new(ErrorCode::INVALID_PARAMS, message, None)
             }
             ToolErrorKind::Protocol(error) => error,
+            ToolErrorKind::InputRequired(_) => {
+                ErrorData::new(ErrorCode::INTERNAL_ERROR, NO_ROUND_HERE, None)
+            }
             ToolErrorKind::Internal(error) => {
                 tracing::warn!(what, name, error = %error, "handler failed");
                 let message = if mask_details {
@@ -251,6 +299,7 @@ impl std::fmt::Display for ToolError {
             ToolErrorKind::Message(m) | ToolErrorKind::InvalidArguments(m) => f.write_str(m),
             ToolErrorKind::Protocol(e) => write!(f, "{} ({})", e.message, e.code.0),
             ToolErrorKind::Internal(e) => e.fmt(f),
+            ToolErrorKind::InputRequired(_) => f.write_str("client input required"),
         }
     }
 }
@@ -265,6 +314,9 @@ impl std::fmt::Debug for ToolError {
                 .finish(),
             ToolErrorKind::Protocol(e) => f.debug_tuple("ToolError::Protocol").field(e).finish(),
             ToolErrorKind::Internal(e) => f.debug_tuple("ToolError::Internal").field(e).finish(),
+            ToolErrorKind::InputRequired(i) => {
+                f.debug_tuple("ToolError::InputRequired").field(i).finish()
+            }
         }
     }
 }

@@ -44,6 +44,7 @@ mod builders;
 pub mod coerce;
 pub mod completion;
 mod context;
+pub mod elicitation;
 mod error;
 pub mod extension;
 mod extract;
@@ -70,6 +71,7 @@ pub mod version;
 pub use ferrymcp_types as types;
 
 pub use context::{Context, Era, RequestScope};
+pub use elicitation::{ElicitError, Elicitation};
 pub use error::{ServerError, ToolError, ToolFailure, masked_internal_error};
 pub use extension::{BoxError, Extension, ToolCallNext};
 pub use extract::{

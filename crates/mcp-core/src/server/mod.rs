@@ -1371,9 +1371,11 @@ impl Server {
                 }
             },
         };
-        match outcome {
+        match outcome.map_err(crate::ToolError::into_input_round) {
             Ok(response) => Ok(response),
-            Err(error) => error
+            // `Context::elicit` asked for input.
+            Err(Ok(input)) => Ok(CallToolResponse::InputRequired(input.into())),
+            Err(Err(error)) => error
                 .into_failure(&tool.name, self.masks_error_details())
                 .into_response(),
         }

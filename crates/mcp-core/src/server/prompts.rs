@@ -260,9 +260,17 @@ impl Server {
             unknown_prompt(&name)
         })?;
         match route {
-            Route::Local => super::guarded(|| prompt.render(cx, arguments))
+            Route::Local => match super::guarded(|| prompt.render(cx, arguments))
                 .await
-                .map_err(|e| e.into_request_error("prompt", &name, self.masks_error_details())),
+                .map_err(crate::ToolError::into_input_round)
+            {
+                Ok(response) => Ok(response),
+                // `Context::elicit` asked for input.
+                Err(Ok(input)) => Ok(GetPromptResponse::InputRequired(input.into())),
+                Err(Err(e)) => {
+                    Err(e.into_request_error("prompt", &name, self.masks_error_details()))
+                }
+            },
             Route::Mount { child, child_name } => {
                 let get = GetPrompt {
                     name: child_name,

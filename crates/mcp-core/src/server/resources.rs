@@ -348,9 +348,14 @@ impl Server {
                     ResourceHit::Template(t, params) => (&t.core, params.clone()),
                 };
                 let future = super::guarded(|| core.read(cx, &uri, params));
-                future
-                    .await
-                    .map_err(|e| e.into_request_error("resource", &uri, self.masks_error_details()))
+                match future.await.map_err(crate::ToolError::into_input_round) {
+                    Ok(response) => Ok(response),
+                    // `Context::elicit` asked for input.
+                    Err(Ok(input)) => Ok(ReadResourceResponse::InputRequired(input.into())),
+                    Err(Err(e)) => {
+                        Err(e.into_request_error("resource", &uri, self.masks_error_details()))
+                    }
+                }
             }
             Route::Mount { child, child_name } => {
                 let read = ReadResource {
