@@ -7,6 +7,8 @@
 //!   (`l1_multiply`), three mounts below it (`l1_l2_l3_multiply`); no middleware anywhere.
 //! * `middleware/{0,1,5}`: the tool on the called server, behind 0, 1 or 5 pass-through
 //!   middlewares (a `Middleware` implementing no hook, so every default hook runs).
+//! * `definition/{builder,macro}`: the tool on the called server, defined with the builder
+//!   (`ToolDef::new` and an `Args<Pair>` handler) or with `#[tool]` on `multiply(a, b)`.
 //! * `baseline/args_clone`: the arguments are built once, outside the timed loop, and cloned
 //!   inside it (`call_tool` takes them by value); this is the cost of that clone, to subtract
 //!   if wanted. `baseline/args_build` builds them with `json!` instead, for comparison.
@@ -27,6 +29,12 @@ struct Pair {
 }
 
 async fn multiply(Args(Pair { a, b }): Args<Pair>) -> i64 {
+    a * b
+}
+
+/// The same tool written with `#[tool]`.
+#[ferrymcp_macros::tool(name = "multiply")]
+async fn multiply_macro(a: i64, b: i64) -> i64 {
     a * b
 }
 
@@ -91,7 +99,12 @@ fn check(rt: &Runtime, server: &Server, name: &str) {
     );
 }
 
-fn bench_call(c: &mut Criterion, rt: &Runtime, group: &str, cases: Vec<(usize, Server, String)>) {
+fn bench_call<P: std::fmt::Display>(
+    c: &mut Criterion,
+    rt: &Runtime,
+    group: &str,
+    cases: Vec<(P, Server, String)>,
+) {
     let arguments = arguments();
     let mut group = c.benchmark_group(group);
     for (parameter, server, name) in cases {
@@ -141,12 +154,27 @@ fn middleware(c: &mut Criterion) {
     bench_call(c, &rt, "middleware", cases);
 }
 
+/// The same tool defined with the builder (`ToolDef::new` and an `Args<Pair>` handler) and
+/// with `#[tool]`.
+fn definition(c: &mut Criterion) {
+    let rt = runtime();
+    let by_macro = Server::new("root");
+    by_macro
+        .add_tool(multiply_macro)
+        .expect("the macro's tool registers");
+    let cases = vec![
+        ("builder", with_multiply("root"), "multiply".to_owned()),
+        ("macro", by_macro, "multiply".to_owned()),
+    ];
+    bench_call(c, &rt, "definition", cases);
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3))
         .sample_size(50);
-    targets = baseline, mount_levels, middleware
+    targets = baseline, mount_levels, middleware, definition
 }
 criterion_main!(benches);
