@@ -42,20 +42,26 @@
 //! opt-in, optional tools run synchronously and `required_task` answers -32021. The engine
 //! is configured by `MCP_TASKS_URL`, `MCP_TASKS_CONCURRENCY`, `MCP_TASKS_TTL_MS` and
 //! `MCP_TASKS_POLL_INTERVAL_MS`.
+//!
+//! The root and the child each carry a middleware around task runs (`on_run_tool`): it
+//! logs every run where it happens (the worker's process), and with `MCP_DEMO_RUN_LOG` set
+//! also appends `<server>:before <tool> <task> <client>` and `<server>:after <tool> <task>
+//! <ok|error>` lines to that file (`<client>` is the submitter's OAuth client id, or
+//! `anonymous`).
 
 use std::{net::SocketAddr, time::Duration};
 
 use clap::{Parser, Subcommand};
 use ferrymcp::{
-    Args, Context, Elicitation, HttpConfig, HttpServer, Json, LogLevel, MountOptions, PromptDef,
-    ResourceDef, Server, ServerError, StdioConfig, ToolDef, ToolError,
+    Args, Context, Elicitation, HttpConfig, HttpServer, Json, LogLevel, Middleware, MountOptions,
+    Next, PromptDef, ResourceDef, RunTool, Server, ServerError, StdioConfig, ToolDef, ToolError,
     auth::{
         ResourceServer,
         verify::{CachedVerifier, JwtVerifier},
     },
     completion::Completion,
     tasks::{TasksConfig, TasksExtension, Worker},
-    types::TaskSupport,
+    types::{CallToolResponse, ErrorData, TaskSupport},
 };
 use serde::Deserialize;
 
@@ -258,6 +264,7 @@ fn demo_server(config: TasksConfig, auth: bool) -> Result<Server, ServerError> {
             .task(true),
     )?;
     child.add_tool(ToolDef::new("echo", echo).description("Returns the message"))?;
+    child.add_middleware(RunAudit("child"));
     child.add_resource(
         ResourceDef::new("users://{id}/profile", profile)
             .name("user_profile")
@@ -316,6 +323,7 @@ fn demo_server(config: TasksConfig, auth: bool) -> Result<Server, ServerError> {
         },
     )?;
     add_distributed_demo_tools(&parent)?;
+    parent.add_middleware(RunAudit("demo"));
     parent.add_extension(TasksExtension::with_config(config))?;
     Ok(parent)
 }
@@ -408,18 +416,55 @@ struct Count {
     millis: u64,
 }
 
+/// Around every task run at one server: a log line where the run happens, and lines in the
+/// file `MCP_DEMO_RUN_LOG` names (if any).
+struct RunAudit(&'static str);
+
+#[async_trait::async_trait]
+impl Middleware for RunAudit {
+    async fn on_run_tool(
+        &self,
+        run: RunTool,
+        next: Next<'_, RunTool>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let (server, tool, task) = (self.0, run.tool().name().to_owned(), run.id().to_owned());
+        let client = run
+            .principal()
+            .map_or_else(|| "anonymous".to_owned(), |p| p.client_id.clone());
+        audit(&format!("{server}:before {tool} {task} {client}"));
+        let started = std::time::Instant::now();
+        let outcome = next.run(run).await;
+        let ok = if outcome.is_ok() { "ok" } else { "error" };
+        tracing::info!(server, %tool, %task, %client, elapsed = ?started.elapsed(), ok, "task run");
+        audit(&format!("{server}:after {tool} {task} {ok}"));
+        outcome
+    }
+}
+
+/// Appends `line` to the file `MCP_DEMO_RUN_LOG` names, if any.
+fn audit(line: &str) {
+    if let Ok(path) = std::env::var("MCP_DEMO_RUN_LOG") {
+        append_line(&path, line);
+    }
+}
+
 /// Appends `line` to the file `MCP_DEMO_LEDGER` names, if any (one short `O_APPEND` write:
 /// atomic whatever other processes write). `false` when it could not be written.
 fn record_in_ledger(line: &str) -> bool {
+    match std::env::var("MCP_DEMO_LEDGER") {
+        Ok(path) => append_line(&path, line),
+        Err(_) => true,
+    }
+}
+
+/// One short `O_APPEND` write of `line` to `path` (atomic whatever other processes write).
+fn append_line(path: &str, line: &str) -> bool {
     use std::io::Write as _;
-    let Ok(path) = std::env::var("MCP_DEMO_LEDGER") else {
-        return true;
-    };
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(&path)
-        .and_then(|mut ledger| ledger.write_all(format!("{line}\n").as_bytes()))
+        .open(path)
+        .and_then(|mut file| file.write_all(format!("{line}\n").as_bytes()))
         .is_ok()
 }
 

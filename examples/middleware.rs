@@ -1,5 +1,5 @@
-//! Middleware: one that times every tool call and one that refuses a tool by name, on the
-//! parent, and what the mounted child's tools see through them.
+//! Middleware: a closure (`from_fn`) that times every tool call and a `Middleware` that
+//! refuses a tool by name, on the parent, and what the mounted child's tools see through them.
 //!
 //! `cargo run --example middleware -- 127.0.0.1:8000`; a call to `math_divide` logs its
 //! duration on stderr, a call to `math_forbidden` is refused.
@@ -7,27 +7,11 @@
 use std::time::Instant;
 
 use ferrymcp::{
-    CallTool, Middleware, Next, Server, tool,
+    CallTool, Middleware, Next, Server,
+    middleware::from_fn,
+    tool,
     types::{CallToolResponse, ErrorData},
 };
-
-/// Times each tool call and logs it on stderr.
-struct Timing;
-
-#[async_trait::async_trait]
-impl Middleware for Timing {
-    async fn on_call_tool(
-        &self,
-        call: CallTool,
-        next: Next<'_, CallTool>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let name = call.name.clone();
-        let started = Instant::now();
-        let answer = next.run(call).await;
-        eprintln!("{name} took {:?}", started.elapsed());
-        answer
-    }
-}
 
 /// Refuses the tools whose name ends with `_forbidden`, before they run.
 struct Policy;
@@ -74,7 +58,17 @@ async fn main() -> Result<(), ferrymcp::ServerError> {
     math.add_tool(forbidden)?;
 
     let parent = Server::new("parent");
-    parent.add_middleware(Timing); // outermost: added first
+    // Times each tool call and logs it on stderr: one hook, so a closure is enough.
+    // Outermost: added first.
+    parent.add_middleware(from_fn(|call: CallTool, next: Next<'_, CallTool>| {
+        Box::pin(async move {
+            let name = call.name.clone();
+            let started = Instant::now();
+            let answer = next.run(call).await;
+            eprintln!("{name} took {:?}", started.elapsed());
+            answer
+        })
+    }));
     parent.add_middleware(Policy);
     parent.mount(&math, "math")?;
     parent.serve_http(address).await

@@ -4,6 +4,12 @@
 //! `tasks/get`, `tasks/update` and `tasks/cancel` answer exactly as for an unknown id. The
 //! replicas seal credentials with a rotated key list (`new,old`): at rest Redis holds the
 //! owner only as a tag under the new key and the caller only sealed.
+//!
+//! And the hook around task runs (`Middleware::on_run_tool`) across processes: a replica
+//! without a worker takes alice's submissions, a `demo worker` process runs them, and the
+//! demo's run audit (`MCP_DEMO_RUN_LOG`) shows the hooks ran in the worker, at the root and
+//! at the mounted child, with alice's client id and the tool's name in each namespace,
+//! while the replica that took the submissions ran none.
 
 mod common;
 
@@ -39,6 +45,32 @@ async fn stored_task(queue_url: &str, id: &str) -> Vec<(String, String)> {
         .query_async(&mut redis)
         .await
         .expect("HGETALL")
+}
+
+/// Polls `tasks/get` until task `id` is no longer working; the final answer.
+async fn until_done(url: &str, token: &str, id: &str) -> Value {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let status = send(url, token, "tasks/get", json!({"taskId": id})).await;
+        if status["result"]["status"] != "working" {
+            return status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{id} still working after {PATIENCE:?}"
+        );
+        // The demo's pollIntervalMs paces a real client the same way.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The lines of the file at `path` (none when it does not exist).
+fn lines_of(path: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
 }
 
 /// A 2026-07-28 request with the tasks opt-in and `token`; the JSON-RPC answer.
@@ -132,23 +164,93 @@ async fn au19_au20_two_principals_tasks_through_two_replicas_on_redis() {
     }
 
     // alice reads it from replica B, to completion: bob's attempts changed nothing.
-    let deadline = Instant::now() + PATIENCE;
-    let done = loop {
-        let status = send(&replica_b.url, &alice, "tasks/get", json!({"taskId": id})).await;
-        match status["result"]["status"].as_str() {
-            Some("completed") => break status,
-            Some("working") => {}
-            other => panic!("alice's task ended {other:?}: {status}"),
-        }
-        assert!(
-            Instant::now() < deadline,
-            "still working after {PATIENCE:?}"
-        );
-        // The demo's pollIntervalMs paces a real client the same way.
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let done = until_done(&replica_b.url, &alice, &id).await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
     assert_eq!(
         done["result"]["result"]["structuredContent"]["result"], 42,
         "{done}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_hooks_run_in_the_worker_process_with_the_submitter_and_the_tool() {
+    let auth = AuthServer::shared();
+    let queue = RedisServer::shared().queue_url("run-hooks");
+    let port = common::free_port();
+    let public = format!("http://127.0.0.1:{port}/mcp");
+    let run_log = |who: &str| {
+        std::env::temp_dir().join(format!(
+            "ferrymcp-run-log-{who}-{}-{}",
+            std::process::id(),
+            ferrymcp::tasks::new_task_id()
+        ))
+    };
+    let (server_log, worker_log) = (run_log("server"), run_log("worker"));
+    let server_log_env = server_log.display().to_string();
+    let worker_log_env = worker_log.display().to_string();
+    let server = common::spawn_demo_http_on(
+        port,
+        &[
+            "--auth-issuer",
+            auth.issuer(),
+            "--auth-audience",
+            public.as_str(),
+            "--tasks-url",
+            queue.as_str(),
+            "--no-worker",
+        ],
+        &[
+            ("MCP_TASKS_CREDENTIALS_KEY", KEYS),
+            ("MCP_DEMO_RUN_LOG", server_log_env.as_str()),
+        ],
+    )
+    .await;
+    let _worker = common::spawn_demo_worker(
+        &["--tasks-url", queue.as_str()],
+        &[
+            ("MCP_TASKS_CREDENTIALS_KEY", KEYS),
+            ("MCP_DEMO_RUN_LOG", worker_log_env.as_str()),
+        ],
+    )
+    .await;
+    let alice = auth.token(CLIENT_A, &public, "child").await;
+
+    let mut expected = Vec::new();
+    for (tool, arguments, owner_tool, answer) in [
+        (
+            "child_multiply",
+            json!({"a": 6, "b": 7}),
+            Some("multiply"),
+            42,
+        ),
+        ("parent_tool", json!({"value": 3}), None, 30),
+    ] {
+        let created = send(
+            &server.url,
+            &alice,
+            "tools/call",
+            json!({"name": tool, "arguments": arguments}),
+        )
+        .await;
+        let id = created["result"]["taskId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("a task: {created}"))
+            .to_owned();
+        let done = until_done(&server.url, &alice, &id).await;
+        assert_eq!(done["result"]["status"], "completed", "{done}");
+        assert_eq!(
+            done["result"]["result"]["structuredContent"]["result"], answer,
+            "{done}"
+        );
+        expected.push(format!("demo:before {tool} {id} {CLIENT_A}"));
+        if let Some(owner_tool) = owner_tool {
+            expected.push(format!("child:before {owner_tool} {id} {CLIENT_A}"));
+            expected.push(format!("child:after {owner_tool} {id} ok"));
+        }
+        expected.push(format!("demo:after {tool} {id} ok"));
+    }
+
+    assert_eq!(lines_of(&worker_log), expected);
+    assert_eq!(lines_of(&server_log), Vec::<String>::new());
+    let _ = std::fs::remove_file(&worker_log);
 }

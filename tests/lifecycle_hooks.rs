@@ -293,8 +293,8 @@ async fn e14_task_run_context_is_a_background_task() {
             ToolDef::new("whoami", |cx: Context| async move {
                 format!(
                     "{}|{}",
-                    cx.is_background_task(),
-                    cx.task_id().unwrap_or("none")
+                    cx.is_background_run(),
+                    cx.background_run().unwrap_or("none")
                 )
             })
             .task(true),

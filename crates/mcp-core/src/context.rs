@@ -66,7 +66,7 @@ pub struct RequestScope {
     extensions: Extensions,
     root: Option<Server>,
     principal: Option<Principal>,
-    task_id: Option<String>,
+    background_run: Option<Arc<str>>,
     input_responses: Option<InputResponses>,
     request_state: Option<String>,
     log_level: Option<crate::LogLevel>,
@@ -250,23 +250,25 @@ impl RequestScope {
             })
     }
 
-    /// Marks the request as a run of background task `id`.
+    /// Marks the request as background run `id` (a task engine's id for the work, such as
+    /// a task id). [`Server::run_in_background`](crate::Server::run_in_background) sets it.
     ///
     /// ```
-    /// assert_eq!(ferrymcp_core::RequestScope::new().with_task_id("t1").task_id(), Some("t1"));
+    /// let scope = ferrymcp_core::RequestScope::new().with_background_run("t1");
+    /// assert_eq!(scope.background_run(), Some("t1"));
     /// ```
-    pub fn with_task_id(mut self, id: impl Into<String>) -> Self {
-        self.task_id = Some(id.into());
+    pub fn with_background_run(mut self, id: impl Into<Arc<str>>) -> Self {
+        self.background_run = Some(id.into());
         self
     }
 
-    /// The background task this run belongs to, if any.
+    /// The id of the background run this request is, if it is one.
     ///
     /// ```
-    /// assert!(ferrymcp_core::RequestScope::new().task_id().is_none());
+    /// assert!(ferrymcp_core::RequestScope::new().background_run().is_none());
     /// ```
-    pub fn task_id(&self) -> Option<&str> {
-        self.task_id.as_deref()
+    pub fn background_run(&self) -> Option<&str> {
+        self.background_run.as_deref()
     }
 
     /// The client's answers to the previous round's input requests, by the tool's own keys,
@@ -555,24 +557,25 @@ impl Context {
         self.scope.root.as_ref().unwrap_or(&self.server)
     }
 
-    /// The background task this run belongs to, if any.
+    /// The id of the background run this is (for a task, the task's id), if it is one.
     ///
     /// ```
     /// let cx = ferrymcp_core::Context::new(ferrymcp_core::Server::new("s"), Default::default());
-    /// assert!(cx.task_id().is_none());
+    /// assert!(cx.background_run().is_none());
     /// ```
-    pub fn task_id(&self) -> Option<&str> {
-        self.scope.task_id()
+    pub fn background_run(&self) -> Option<&str> {
+        self.scope.background_run()
     }
 
-    /// Whether this run is a background task.
+    /// Whether this is a background run (a task's run in a worker) rather than a client's
+    /// request: no client waits on it, no call timeout bounds it.
     ///
     /// ```
     /// let cx = ferrymcp_core::Context::new(ferrymcp_core::Server::new("s"), Default::default());
-    /// assert!(!cx.is_background_task());
+    /// assert!(!cx.is_background_run());
     /// ```
-    pub fn is_background_task(&self) -> bool {
-        self.scope.task_id.is_some()
+    pub fn is_background_run(&self) -> bool {
+        self.scope.background_run.is_some()
     }
 
     /// The answers to the previous input round, by the tool's own keys.

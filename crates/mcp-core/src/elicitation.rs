@@ -561,7 +561,7 @@ impl Context {
             type_name: type_name::<T>(),
             reason: format!("the generated requestedSchema is not valid: {e}"),
         })?;
-        if self.era() == Era::Legacy && !self.is_background_task() {
+        if self.era() == Era::Legacy && !self.is_background_run() {
             return self.ask_directly(key, request).await;
         }
         let mut state = JsonObject::new();

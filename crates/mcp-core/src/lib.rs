@@ -83,6 +83,7 @@ pub use logging::{LogLevel, Progress, ProgressSink};
 pub use middleware::{
     CallTool, CustomRequest, Discover, GetPrompt, Initialize, ListPrompts, ListResourceTemplates,
     ListResources, ListTools, Message, Middleware, Next, Notification, ReadResource, Reply,
+    RunTool,
 };
 pub use mount::MountOptions;
 pub use output::{

@@ -192,7 +192,7 @@ impl Context {
         let scope = self.scope();
         let wanted = scope.log_level().is_some_and(|min| level >= min);
         let (Some(peer), Some(wire), false) =
-            (scope.peer(), level.to_wire(), self.is_background_task())
+            (scope.peer(), level.to_wire(), self.is_background_run())
         else {
             return;
         };
@@ -231,7 +231,7 @@ impl Context {
             sink(report).await;
             return;
         }
-        if self.is_background_task() {
+        if self.is_background_run() {
             return;
         }
         let (Some(peer), Some(token)) = (scope.peer(), scope.progress_token()) else {

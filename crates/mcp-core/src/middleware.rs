@@ -2,6 +2,12 @@
 //!
 //! A [`Middleware`] overrides the hooks it cares about; each hook receives the message and a
 //! [`Next`] to continue with, like axum's `from_fn` + `Next`. The defaults pass through.
+//! For one hook, [`from_fn`] makes a middleware of a closure.
+//!
+//! A task's work is not a request: the worker that runs it (maybe in another process,
+//! long after the submission was answered) calls [`Middleware::on_run_tool`] at every
+//! server from the root down to the tool's owner, and no other hook. `on_call_tool` sees
+//! the submission, `on_run_tool` the run.
 //!
 //! ## Order
 //!
@@ -41,6 +47,8 @@
 //! Server::new("s").add_middleware(Log);
 //! ```
 
+mod from_fn;
+
 use std::{marker::PhantomData, sync::Arc};
 
 use async_trait::async_trait;
@@ -54,6 +62,8 @@ use crate::{
     BoxFuture, Context, PromptInfo, ResourceInfo, Server, TemplateInfo, ToolInfo,
     version::VersionSpec,
 };
+
+pub use from_fn::{FromFn, HookFn, Hooked, from_fn};
 
 /// A `tools/call` as one server sees it. Middleware may change `name`, `arguments` and
 /// `version` before calling `next`.
@@ -75,6 +85,78 @@ impl CallTool {
     /// ```
     /// # use ferrymcp_core::CallTool;
     /// fn server_name(call: &CallTool) -> &str { call.context().server().name() }
+    /// ```
+    pub fn context(&self) -> &Context {
+        &self.cx
+    }
+}
+
+/// A tool's background run as one server sees it: the work a task engine does after the
+/// submitting `tools/call` was answered with a task, in whichever process runs it (a
+/// worker on another machine included). It carries who submitted the work and which tool
+/// (exact version) runs; both are fixed by the submission, so they are read-only here.
+///
+/// ```
+/// use ferrymcp_core::RunTool;
+/// fn describe(run: &RunTool) -> String {
+///     let who = run.principal().map_or("anonymous", |p| p.client_id.as_str());
+///     format!("{} runs {} for {who}", run.id(), run.tool().name())
+/// }
+/// ```
+#[derive(Debug, Clone)]
+pub struct RunTool {
+    pub(crate) tool: ToolInfo,
+    pub(crate) arguments: JsonObject,
+    pub(crate) cx: Context,
+}
+
+impl RunTool {
+    /// The tool that runs, as this server names it (namespace included), with its exact
+    /// version, tags and annotations.
+    ///
+    /// ```
+    /// # use ferrymcp_core::RunTool;
+    /// fn tool_name(run: &RunTool) -> &str { run.tool().name() }
+    /// ```
+    pub fn tool(&self) -> &ToolInfo {
+        &self.tool
+    }
+
+    /// The arguments the tool was submitted with.
+    ///
+    /// ```
+    /// # use ferrymcp_core::RunTool;
+    /// fn argument_count(run: &RunTool) -> usize { run.arguments().len() }
+    /// ```
+    pub fn arguments(&self) -> &JsonObject {
+        &self.arguments
+    }
+
+    /// Who submitted the work, when the submission was authenticated.
+    ///
+    /// ```
+    /// # use ferrymcp_core::RunTool;
+    /// fn is_anonymous(run: &RunTool) -> bool { run.principal().is_none() }
+    /// ```
+    pub fn principal(&self) -> Option<&crate::auth::Principal> {
+        self.cx.scope().principal()
+    }
+
+    /// The engine's id for this run (a task's id).
+    ///
+    /// ```
+    /// # use ferrymcp_core::RunTool;
+    /// fn log(run: &RunTool) { tracing::info!(run = run.id(), "running"); }
+    /// ```
+    pub fn id(&self) -> &str {
+        self.cx.background_run().unwrap_or_default()
+    }
+
+    /// The run as seen from this server: its cancellation token, server state, progress.
+    ///
+    /// ```
+    /// # use ferrymcp_core::RunTool;
+    /// fn server_name(run: &RunTool) -> &str { run.context().server().name() }
     /// ```
     pub fn context(&self) -> &Context {
         &self.cx
@@ -385,6 +467,39 @@ pub trait Middleware: Send + Sync + 'static {
         next.run(call).await
     }
 
+    /// A tool's background run (a task's run), in the process that runs it, long after the
+    /// submitting `tools/call` was answered. [`on_call_tool`](Self::on_call_tool) saw the
+    /// submission; this hook sees the work. It runs at every server from the root down to
+    /// the tool's owner, like `on_call_tool`, and at no other hook.
+    ///
+    /// ```
+    /// use ferrymcp_core::{Middleware, Next, RunTool, types::{CallToolResponse, ErrorData}};
+    ///
+    /// struct RunTimer;
+    ///
+    /// #[async_trait::async_trait]
+    /// impl Middleware for RunTimer {
+    ///     async fn on_run_tool(
+    ///         &self,
+    ///         run: RunTool,
+    ///         next: Next<'_, RunTool>,
+    ///     ) -> Result<CallToolResponse, ErrorData> {
+    ///         let started = std::time::Instant::now();
+    ///         let (task, tool) = (run.id().to_owned(), run.tool().name().to_owned());
+    ///         let outcome = next.run(run).await;
+    ///         tracing::info!(%task, %tool, elapsed = ?started.elapsed(), "task run ended");
+    ///         outcome
+    ///     }
+    /// }
+    /// ```
+    async fn on_run_tool(
+        &self,
+        run: RunTool,
+        next: Next<'_, RunTool>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        next.run(run).await
+    }
+
     /// `tools/list`: may filter or change the tools `next` returns.
     async fn on_list_tools(
         &self,
@@ -544,6 +659,13 @@ typed_next!(
 );
 typed_next!(ListPrompts, Vec<PromptInfo>, ListPrompts, "prompts/list");
 typed_next!(GetPrompt, GetPromptResponse, GetPrompt, "prompts/get");
+impl<'a> Next<'a, RunTool> {
+    /// Continues the run: the next middleware, then the next server down, then the tool.
+    pub async fn run(self, run: RunTool) -> Result<CallToolResponse, ErrorData> {
+        dispatch_run(self.server, self.chain, run).await
+    }
+}
+
 impl<'a> Next<'a, Initialize> {
     /// Continues with the message.
     pub async fn run(self, message: Initialize) -> Result<InitializeResult, ErrorData> {
@@ -634,4 +756,16 @@ pub(crate) fn run_chain<'a>(
     message: Message,
 ) -> BoxFuture<'a, Result<Reply, ErrorData>> {
     dispatch(server, chain, Stage::Message, message)
+}
+
+/// Runs a background run through `chain`'s `on_run_tool` hooks, then on to the tool.
+pub(crate) fn dispatch_run<'a>(
+    server: &'a Server,
+    chain: &'a [Arc<dyn Middleware>],
+    run: RunTool,
+) -> BoxFuture<'a, Result<CallToolResponse, ErrorData>> {
+    match chain.split_first() {
+        None => Box::pin(server.run_endpoint(run)),
+        Some((first, rest)) => first.on_run_tool(run, Next::new(server, rest, Stage::Done)),
+    }
 }

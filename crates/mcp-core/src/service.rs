@@ -27,6 +27,7 @@ use rmcp::{
 };
 use serde_json::Value;
 use tokio::sync::broadcast;
+use tracing::Instrument as _;
 
 use crate::{
     CallTool, Context, Discover, Era, GetPrompt, Initialize, ListKind, LogLevel, Message,
@@ -360,6 +361,12 @@ struct RoundRequest<'a> {
     arguments: Option<&'a ferrymcp_types::JsonObject>,
 }
 
+/// The span a request is answered in: its JSON-RPC method and id. The method is given by
+/// the handler (rmcp hands each one its own request type).
+fn request_span(method: &str, context: &RequestContext<RoleServer>) -> tracing::Span {
+    tracing::info_span!("mcp.request", method, id = %context.id)
+}
+
 fn wrong_reply(method: &str) -> ErrorData {
     crate::masked_internal_error(format_args!(
         "a middleware answered {method} with a reply of another kind"
@@ -570,36 +577,46 @@ impl ServerHandler for McpService {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
-        self.legacy.store(true, Ordering::Release);
-        context.peer.set_peer_info(request.clone());
-        let result = self.negotiate_initialize(&request)?;
-        let message = Message::Initialize(Box::new(Initialize {
-            params: request,
-            result,
-            cx: self.context(context),
-        }));
-        match self.root.dispatch(message).await? {
-            Reply::Initialize(result) => Ok(*result),
-            _ => Err(wrong_reply("initialize")),
+        let span = request_span("initialize", &context);
+        async move {
+            self.legacy.store(true, Ordering::Release);
+            context.peer.set_peer_info(request.clone());
+            let result = self.negotiate_initialize(&request)?;
+            let message = Message::Initialize(Box::new(Initialize {
+                params: request,
+                result,
+                cx: self.context(context),
+            }));
+            match self.root.dispatch(message).await? {
+                Reply::Initialize(result) => Ok(*result),
+                _ => Err(wrong_reply("initialize")),
+            }
         }
+        .instrument(span)
+        .await
     }
 
     async fn discover(
         &self,
         context: RequestContext<RoleServer>,
     ) -> Result<DiscoverResult, ErrorData> {
-        let result = DiscoverResult::from_server_info(
-            self.supported_protocol_versions().into_owned(),
-            self.get_info(),
-        );
-        let message = Message::Discover(Box::new(Discover {
-            result,
-            cx: self.context(context),
-        }));
-        match self.root.dispatch(message).await? {
-            Reply::Discover(result) => Ok(*result),
-            _ => Err(wrong_reply("server/discover")),
+        let span = request_span("server/discover", &context);
+        async move {
+            let result = DiscoverResult::from_server_info(
+                self.supported_protocol_versions().into_owned(),
+                self.get_info(),
+            );
+            let message = Message::Discover(Box::new(Discover {
+                result,
+                cx: self.context(context),
+            }));
+            match self.root.dispatch(message).await? {
+                Reply::Discover(result) => Ok(*result),
+                _ => Err(wrong_reply("server/discover")),
+            }
         }
+        .instrument(span)
+        .await
     }
 
     async fn call_tool(
@@ -607,34 +624,39 @@ impl ServerHandler for McpService {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let version = requested_version(&context.meta)?;
-        let CallToolRequestParams {
-            name,
-            arguments,
-            input_responses,
-            request_state,
-            ..
-        } = request;
-        let run = |cx: Context| {
-            self.root.dispatch_call(CallTool {
-                name: name.to_string(),
-                arguments: arguments.clone().unwrap_or_default(),
-                version: version.clone(),
-                cx,
-                run_middleware: true,
-            })
-        };
-        self.with_input_rounds(
-            context,
-            RoundRequest {
-                method: "tools/call",
-                target: &name,
-                arguments: arguments.as_ref(),
-            },
-            input_responses,
-            request_state,
-            run,
-        )
+        let span = request_span("tools/call", &context);
+        async move {
+            let version = requested_version(&context.meta)?;
+            let CallToolRequestParams {
+                name,
+                arguments,
+                input_responses,
+                request_state,
+                ..
+            } = request;
+            let run = |cx: Context| {
+                self.root.dispatch_call(CallTool {
+                    name: name.to_string(),
+                    arguments: arguments.clone().unwrap_or_default(),
+                    version: version.clone(),
+                    cx,
+                    run_middleware: true,
+                })
+            };
+            self.with_input_rounds(
+                context,
+                RoundRequest {
+                    method: "tools/call",
+                    target: &name,
+                    arguments: arguments.as_ref(),
+                },
+                input_responses,
+                request_state,
+                run,
+            )
+            .await
+        }
+        .instrument(span)
         .await
     }
 
@@ -643,8 +665,13 @@ impl ServerHandler for McpService {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let listed = self.root.list_of(self.context(context), true).await?;
-        Ok(ListToolsResult::with_all_items(wire_tools(listed)))
+        let span = request_span("tools/list", &context);
+        async move {
+            let listed = self.root.list_of(self.context(context), true).await?;
+            Ok(ListToolsResult::with_all_items(wire_tools(listed)))
+        }
+        .instrument(span)
+        .await
     }
 
     async fn list_resources(
@@ -652,12 +679,17 @@ impl ServerHandler for McpService {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let listed: Vec<ResourceInfo> = self.root.list_of(self.context(context), true).await?;
-        let resources = highest_versions(listed, |r| r.uri().to_owned(), ResourceInfo::version)
-            .iter()
-            .map(ResourceInfo::to_resource)
-            .collect();
-        Ok(ListResourcesResult::with_all_items(resources))
+        let span = request_span("resources/list", &context);
+        async move {
+            let listed: Vec<ResourceInfo> = self.root.list_of(self.context(context), true).await?;
+            let resources = highest_versions(listed, |r| r.uri().to_owned(), ResourceInfo::version)
+                .iter()
+                .map(ResourceInfo::to_resource)
+                .collect();
+            Ok(ListResourcesResult::with_all_items(resources))
+        }
+        .instrument(span)
+        .await
     }
 
     async fn list_resource_templates(
@@ -665,16 +697,21 @@ impl ServerHandler for McpService {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        let listed: Vec<TemplateInfo> = self.root.list_of(self.context(context), true).await?;
-        let templates = highest_versions(
-            listed,
-            |t| t.uri_template().to_owned(),
-            TemplateInfo::version,
-        )
-        .iter()
-        .map(TemplateInfo::to_resource_template)
-        .collect();
-        Ok(ListResourceTemplatesResult::with_all_items(templates))
+        let span = request_span("resources/templates/list", &context);
+        async move {
+            let listed: Vec<TemplateInfo> = self.root.list_of(self.context(context), true).await?;
+            let templates = highest_versions(
+                listed,
+                |t| t.uri_template().to_owned(),
+                TemplateInfo::version,
+            )
+            .iter()
+            .map(TemplateInfo::to_resource_template)
+            .collect();
+            Ok(ListResourceTemplatesResult::with_all_items(templates))
+        }
+        .instrument(span)
+        .await
     }
 
     async fn read_resource(
@@ -682,32 +719,37 @@ impl ServerHandler for McpService {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let version = requested_version(&context.meta)?;
-        let ReadResourceRequestParams {
-            uri,
-            input_responses,
-            request_state,
-            ..
-        } = request;
-        let run = |cx: Context| {
-            self.root.dispatch_read(ReadResource {
-                uri: uri.clone(),
-                version: version.clone(),
-                cx,
-                run_middleware: true,
-            })
-        };
-        self.with_input_rounds(
-            context,
-            RoundRequest {
-                method: "resources/read",
-                target: &uri,
-                arguments: None,
-            },
-            input_responses,
-            request_state,
-            run,
-        )
+        let span = request_span("resources/read", &context);
+        async move {
+            let version = requested_version(&context.meta)?;
+            let ReadResourceRequestParams {
+                uri,
+                input_responses,
+                request_state,
+                ..
+            } = request;
+            let run = |cx: Context| {
+                self.root.dispatch_read(ReadResource {
+                    uri: uri.clone(),
+                    version: version.clone(),
+                    cx,
+                    run_middleware: true,
+                })
+            };
+            self.with_input_rounds(
+                context,
+                RoundRequest {
+                    method: "resources/read",
+                    target: &uri,
+                    arguments: None,
+                },
+                input_responses,
+                request_state,
+                run,
+            )
+            .await
+        }
+        .instrument(span)
         .await
     }
 
@@ -716,12 +758,17 @@ impl ServerHandler for McpService {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let listed: Vec<PromptInfo> = self.root.list_of(self.context(context), true).await?;
-        let prompts = highest_versions(listed, |p| p.name().to_owned(), PromptInfo::version)
-            .iter()
-            .map(PromptInfo::to_prompt)
-            .collect();
-        Ok(ListPromptsResult::with_all_items(prompts))
+        let span = request_span("prompts/list", &context);
+        async move {
+            let listed: Vec<PromptInfo> = self.root.list_of(self.context(context), true).await?;
+            let prompts = highest_versions(listed, |p| p.name().to_owned(), PromptInfo::version)
+                .iter()
+                .map(PromptInfo::to_prompt)
+                .collect();
+            Ok(ListPromptsResult::with_all_items(prompts))
+        }
+        .instrument(span)
+        .await
     }
 
     async fn get_prompt(
@@ -729,34 +776,39 @@ impl ServerHandler for McpService {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let version = requested_version(&context.meta)?;
-        let GetPromptRequestParams {
-            name,
-            arguments,
-            input_responses,
-            request_state,
-            ..
-        } = request;
-        let run = |cx: Context| {
-            self.root.dispatch_get_prompt(GetPrompt {
-                name: name.clone(),
-                arguments: arguments.clone().unwrap_or_default(),
-                version: version.clone(),
-                cx,
-                run_middleware: true,
-            })
-        };
-        self.with_input_rounds(
-            context,
-            RoundRequest {
-                method: "prompts/get",
-                target: &name,
-                arguments: arguments.as_ref(),
-            },
-            input_responses,
-            request_state,
-            run,
-        )
+        let span = request_span("prompts/get", &context);
+        async move {
+            let version = requested_version(&context.meta)?;
+            let GetPromptRequestParams {
+                name,
+                arguments,
+                input_responses,
+                request_state,
+                ..
+            } = request;
+            let run = |cx: Context| {
+                self.root.dispatch_get_prompt(GetPrompt {
+                    name: name.clone(),
+                    arguments: arguments.clone().unwrap_or_default(),
+                    version: version.clone(),
+                    cx,
+                    run_middleware: true,
+                })
+            };
+            self.with_input_rounds(
+                context,
+                RoundRequest {
+                    method: "prompts/get",
+                    target: &name,
+                    arguments: arguments.as_ref(),
+                },
+                input_responses,
+                request_state,
+                run,
+            )
+            .await
+        }
+        .instrument(span)
         .await
     }
 
@@ -765,28 +817,38 @@ impl ServerHandler for McpService {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        let params = serde_json::to_value(request).ok();
-        let value = self.custom("completion/complete", params, context).await?;
-        serde_json::from_value(value).map_err(|e| {
-            crate::masked_internal_error(format_args!(
-                "completion/complete produced an invalid result: {e}"
-            ))
-        })
+        let span = request_span("completion/complete", &context);
+        async move {
+            let params = serde_json::to_value(request).ok();
+            let value = self.custom("completion/complete", params, context).await?;
+            serde_json::from_value(value).map_err(|e| {
+                crate::masked_internal_error(format_args!(
+                    "completion/complete produced an invalid result: {e}"
+                ))
+            })
+        }
+        .instrument(span)
+        .await
     }
 
     #[allow(deprecated)] // logging/setLevel is legacy-only; rmcp marks it deprecated.
     async fn set_level(
         &self,
         request: ferrymcp_types::SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let level = LogLevel::from_wire(&request.level)
-            .ok_or_else(|| ErrorData::invalid_params("unknown logging level", None))?;
-        *self
-            .log_level
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(level);
-        Ok(())
+        let span = request_span("logging/setLevel", &context);
+        async move {
+            let level = LogLevel::from_wire(&request.level)
+                .ok_or_else(|| ErrorData::invalid_params("unknown logging level", None))?;
+            *self
+                .log_level
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(level);
+            Ok(())
+        }
+        .instrument(span)
+        .await
     }
 
     fn accepted_subscription_filter(
@@ -833,41 +895,51 @@ impl ServerHandler for McpService {
         request: ferrymcp_types::SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let peer = context.peer.clone();
-        let cx = self.context(context);
-        self.root.check_watchable(&cx, &request.uri)?;
-        {
-            let mut uris = self.watched.uris();
-            if !uris.contains(&request.uri) && uris.len() >= crate::MAX_RESOURCE_SUBSCRIPTIONS {
-                return Err(ErrorData::invalid_params(
-                    format!(
-                        "this session already watches {} resources, the most it may",
-                        crate::MAX_RESOURCE_SUBSCRIPTIONS
-                    ),
-                    None,
+        let span = request_span("resources/subscribe", &context);
+        async move {
+            let peer = context.peer.clone();
+            let cx = self.context(context);
+            self.root.check_watchable(&cx, &request.uri)?;
+            {
+                let mut uris = self.watched.uris();
+                if !uris.contains(&request.uri) && uris.len() >= crate::MAX_RESOURCE_SUBSCRIPTIONS {
+                    return Err(ErrorData::invalid_params(
+                        format!(
+                            "this session already watches {} resources, the most it may",
+                            crate::MAX_RESOURCE_SUBSCRIPTIONS
+                        ),
+                        None,
+                    ));
+                }
+                uris.insert(request.uri);
+            }
+            if !self.watched.forwarding.swap(true, Ordering::AcqRel) {
+                tokio::spawn(forward_resource_updates(
+                    self.root.resource_updates(),
+                    peer,
+                    Arc::clone(&self.watched),
+                    self.connection.0.clone(),
                 ));
             }
-            uris.insert(request.uri);
+            Ok(())
         }
-        if !self.watched.forwarding.swap(true, Ordering::AcqRel) {
-            tokio::spawn(forward_resource_updates(
-                self.root.resource_updates(),
-                peer,
-                Arc::clone(&self.watched),
-                self.connection.0.clone(),
-            ));
-        }
-        Ok(())
+        .instrument(span)
+        .await
     }
 
     #[allow(deprecated)] // resources/unsubscribe is legacy-only; rmcp marks it deprecated.
     async fn unsubscribe(
         &self,
         request: ferrymcp_types::UnsubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.watched.uris().remove(&request.uri);
-        Ok(())
+        let span = request_span("resources/unsubscribe", &context);
+        async move {
+            self.watched.uris().remove(&request.uri);
+            Ok(())
+        }
+        .instrument(span)
+        .await
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -879,30 +951,35 @@ impl ServerHandler for McpService {
         request: CustomRequest,
         context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
-        let CustomRequest { method, params, .. } = request;
-        if method == subscription::EXTENDED_LISTEN {
-            return self
-                .listen_extended(params, context)
+        let span = request_span(&request.method, &context);
+        async move {
+            let CustomRequest { method, params, .. } = request;
+            if method == subscription::EXTENDED_LISTEN {
+                return self
+                    .listen_extended(params, context)
+                    .await
+                    .map(CustomResult);
+            }
+            if REMOVED_IN_2026.contains(&method.as_str())
+                && RequestScope::from_rmcp(context.clone()).era() == Era::Modern
+            {
+                // A method 2026-07-28 removed is unknown there, whatever its params: -32601
+                // (which rmcp's HTTP transport sends as 404), not -32602 for params it never reads.
+                return Err(ErrorData::new(
+                    ErrorCode::METHOD_NOT_FOUND,
+                    format!("{method} is not a 2026-07-28 method"),
+                    None,
+                ));
+            }
+            if let Some(error) = malformed_known_method(&method, params.clone()) {
+                return Err(error);
+            }
+            self.custom(&method, params, context)
                 .await
-                .map(CustomResult);
+                .map(CustomResult)
         }
-        if REMOVED_IN_2026.contains(&method.as_str())
-            && RequestScope::from_rmcp(context.clone()).era() == Era::Modern
-        {
-            // A method 2026-07-28 removed is unknown there, whatever its params: -32601
-            // (which rmcp's HTTP transport sends as 404), not -32602 for params it never reads.
-            return Err(ErrorData::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                format!("{method} is not a 2026-07-28 method"),
-                None,
-            ));
-        }
-        if let Some(error) = malformed_known_method(&method, params.clone()) {
-            return Err(error);
-        }
-        self.custom(&method, params, context)
-            .await
-            .map(CustomResult)
+        .instrument(span)
+        .await
     }
 
     async fn get_task(
@@ -910,11 +987,18 @@ impl ServerHandler for McpService {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        let params = serde_json::to_value(request).ok();
-        let value = self.custom("tasks/get", params, context).await?;
-        serde_json::from_value(value).map_err(|e| {
-            crate::masked_internal_error(format_args!("tasks/get produced an invalid result: {e}"))
-        })
+        let span = request_span("tasks/get", &context);
+        async move {
+            let params = serde_json::to_value(request).ok();
+            let value = self.custom("tasks/get", params, context).await?;
+            serde_json::from_value(value).map_err(|e| {
+                crate::masked_internal_error(format_args!(
+                    "tasks/get produced an invalid result: {e}"
+                ))
+            })
+        }
+        .instrument(span)
+        .await
     }
 
     async fn update_task(
@@ -922,8 +1006,13 @@ impl ServerHandler for McpService {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let params = serde_json::to_value(request).ok();
-        self.custom("tasks/update", params, context).await.map(drop)
+        let span = request_span("tasks/update", &context);
+        async move {
+            let params = serde_json::to_value(request).ok();
+            self.custom("tasks/update", params, context).await.map(drop)
+        }
+        .instrument(span)
+        .await
     }
 
     async fn cancel_task(
@@ -931,8 +1020,13 @@ impl ServerHandler for McpService {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let params = serde_json::to_value(request).ok();
-        self.custom("tasks/cancel", params, context).await.map(drop)
+        let span = request_span("tasks/cancel", &context);
+        async move {
+            let params = serde_json::to_value(request).ok();
+            self.custom("tasks/cancel", params, context).await.map(drop)
+        }
+        .instrument(span)
+        .await
     }
 
     async fn on_cancelled(

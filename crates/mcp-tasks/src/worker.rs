@@ -26,6 +26,7 @@ use ferrymcp_types::{CallToolResponse, CallToolResult, ContentBlock, ProtocolVer
 use serde_json::{Value, json};
 use tokio::{sync::Semaphore, time::Instant};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use crate::{
     TaskSnapshot,
@@ -383,12 +384,23 @@ impl Worker {
                 let root = self.root.clone();
                 let backend = Arc::clone(&self.backend);
                 let running = Arc::clone(&running);
-                jobs.spawn(async move {
-                    let task = run.lease.task.clone();
-                    execute(&root, &backend, run, &held).await;
-                    lock(&running).remove(&task);
-                    drop(permit);
-                });
+                // Whatever the run logs carries the task, the tool and which attempt it is.
+                let span = tracing::info_span!(
+                    "mcp.task_run",
+                    task = %run.lease.task,
+                    tool = %run.tool,
+                    attempt = run.attempt,
+                    round = run.round,
+                );
+                jobs.spawn(
+                    async move {
+                        let task = run.lease.task.clone();
+                        execute(&root, &backend, run, &held).await;
+                        lock(&running).remove(&task);
+                        drop(permit);
+                    }
+                    .instrument(span),
+                );
             }
             while jobs.try_join_next().is_some() {}
         }
@@ -623,7 +635,6 @@ async fn execute(root: &Server, backend: &Arc<dyn TaskBackend>, run: Claimed, he
             let mut scope = RequestScope::new()
                 .with_protocol_version(ProtocolVersion::V_2026_07_28)
                 .with_root(root.clone())
-                .with_task_id(lease.task.clone())
                 .with_cancellation(token.clone());
             if let Some(principal) = snapshot.principal {
                 scope = scope.with_principal(principal);
@@ -636,14 +647,13 @@ async fn execute(root: &Server, backend: &Arc<dyn TaskBackend>, run: Claimed, he
             }
             scope =
                 scope.with_progress_sink(progress_to_status(Arc::clone(backend), lease.clone()));
-            let mut call = ToolCall::new(tool.owner_name())
+            let mut call = ToolCall::new(tool.name())
                 .arguments(Value::Object(run.arguments))
-                .scope(scope)
-                .without_middleware();
+                .scope(scope);
             if let Some(version) = tool.version() {
                 call = call.version_spec(VersionSpec::exact(version.clone()));
             }
-            let owner = tool.owner().clone();
+            let running = root.run_in_background(lease.task.as_str(), call);
             let answered = tokio::select! {
                 biased;
                 () = token.cancelled() => return,
@@ -655,7 +665,7 @@ async fn execute(root: &Server, backend: &Arc<dyn TaskBackend>, run: Claimed, he
                     token.cancel();
                     return;
                 }
-                answered = owner.call(call) => answered,
+                answered = running => answered,
             };
             outcome_of(answered)
         }

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use async_trait::async_trait;
 use ferrymcp_core::{
     CallTool, Discover, GetPrompt, Initialize, ListPrompts, ListResourceTemplates, ListResources,
-    ListTools, Message, Middleware, Next, PromptInfo, ReadResource, Reply, ResourceInfo,
+    ListTools, Message, Middleware, Next, PromptInfo, ReadResource, Reply, ResourceInfo, RunTool,
     TemplateInfo, ToolInfo,
     types::{
         CallToolResponse, DiscoverResult, ErrorData, GetPromptResponse, InitializeResult,
@@ -98,6 +98,64 @@ impl Middleware for CallTrace {
         self.log.push(format!("{}:before", self.label));
         let reply = next.run(call).await;
         self.log.push(format!("{}:after", self.label));
+        reply
+    }
+}
+
+/// Records a background run at one server: `label:run:before <tool> <run id> <client>`
+/// (the submitter's client id, or `anonymous`) and `label:run:after <tool> <ok|error>`
+/// around `on_run_tool`. It records nothing for requests.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// use ferrymcp_core::{Server, ToolCall};
+/// use ferrymcp_test_helpers::middleware::{Log, RunTrace};
+///
+/// let log = Log::default();
+/// let server = Server::new("s");
+/// server.add_middleware(RunTrace::new("s", &log));
+/// server.tool("ping", || async { "pong" }).unwrap();
+/// server.call_tool("ping", serde_json::Value::Null).await.unwrap();
+/// assert!(log.entries().is_empty());
+/// server.run_in_background("t1", ToolCall::new("ping")).await.unwrap();
+/// assert_eq!(log.entries(), ["s:run:before ping t1 anonymous", "s:run:after ping ok"]);
+/// # });
+/// ```
+pub struct RunTrace {
+    label: String,
+    log: Log,
+}
+
+impl RunTrace {
+    /// A tracer writing to `log`.
+    pub fn new(label: impl Into<String>, log: &Log) -> Self {
+        Self {
+            label: label.into(),
+            log: log.clone(),
+        }
+    }
+}
+
+#[async_trait]
+impl Middleware for RunTrace {
+    async fn on_run_tool(
+        &self,
+        run: RunTool,
+        next: Next<'_, RunTool>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let tool = run.tool().name().to_owned();
+        let client = run
+            .principal()
+            .map_or_else(|| "anonymous".to_owned(), |p| p.client_id.clone());
+        self.log.push(format!(
+            "{}:run:before {tool} {} {client}",
+            self.label,
+            run.id()
+        ));
+        let reply = next.run(run).await;
+        let ok = if reply.is_ok() { "ok" } else { "error" };
+        self.log
+            .push(format!("{}:run:after {tool} {ok}", self.label));
         reply
     }
 }

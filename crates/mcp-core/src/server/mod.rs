@@ -34,8 +34,8 @@ use serde_json::Value;
 
 use crate::{
     BoxFuture, CallTool, Context, CustomRequest, Extension, Message, Middleware, PromptInfo, Reply,
-    RequestScope, ResourceInfo, ServerError, TemplateInfo, ToolCallNext, ToolDef, ToolError,
-    ToolInfo,
+    RequestScope, ResourceInfo, RunTool, ServerError, TemplateInfo, ToolCallNext, ToolDef,
+    ToolError, ToolInfo,
     extension::BoxError,
     extract::CallParts,
     middleware::run_chain,
@@ -1228,23 +1228,7 @@ impl Server {
     /// # });
     /// ```
     pub async fn call(&self, call: ToolCall) -> Result<CallToolResponse, ErrorData> {
-        let arguments = match call.arguments {
-            Value::Object(object) => object,
-            Value::Null => JsonObject::new(),
-            other => {
-                return Err(ErrorData::invalid_params(
-                    format!(
-                        "tool arguments must be a JSON object, not {}",
-                        json_kind(&other)
-                    ),
-                    None,
-                ));
-            }
-        };
-        let version = call
-            .version
-            .transpose()
-            .map_err(|e| ErrorData::invalid_params(e, None))?;
+        let (arguments, version) = call_parts(call.arguments, call.version)?;
         let cx = Context::new(self.clone(), call.scope);
         let scope = cx.scope_arc();
         let message = CallTool {
@@ -1351,7 +1335,7 @@ impl Server {
             strict: self.inner.strict_input_validation.load(Ordering::Relaxed),
         };
         // A background task is not bounded by the call timeout: it lives by its TTL.
-        let limit = if cx.is_background_task() {
+        let limit = if cx.is_background_run() {
             None
         } else {
             tool.timeout
@@ -1378,6 +1362,92 @@ impl Server {
             Err(Err(error)) => error
                 .into_failure(&tool.name, self.masks_error_details())
                 .into_response(),
+        }
+    }
+
+    /// Runs a tool as background run `id`, the way a task engine's worker runs a task it
+    /// accepted earlier: through every server's [`Middleware::on_run_tool`] from here down
+    /// to the tool's owner, and no other hook; no extension interceptor, no access check
+    /// (the submission passed them) and no call timeout. `call`'s scope carries what the
+    /// submission knew (the principal, input answers); `without_middleware()` skips the
+    /// hooks.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use ferrymcp_core::{Context, Server, ToolCall};
+    /// let s = Server::new("s");
+    /// s.tool("whoami", |cx: Context| async move {
+    ///     cx.background_run().unwrap_or_default().to_owned()
+    /// }).unwrap();
+    /// let reply = s.run_in_background("task-1", ToolCall::new("whoami")).await.unwrap();
+    /// # let ferrymcp_core::types::CallToolResponse::Complete(r) = reply else { unreachable!() };
+    /// # assert_eq!(r.structured_content.unwrap()["result"], "task-1");
+    /// # });
+    /// ```
+    pub async fn run_in_background(
+        &self,
+        id: impl Into<Arc<str>>,
+        call: ToolCall,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let (arguments, version) = call_parts(call.arguments, call.version)?;
+        let Some(tool) = self.get_tool(&call.name, version.as_ref()) else {
+            return Err(unknown_tool(&call.name));
+        };
+        let cx = Context::new(self.clone(), call.scope.with_background_run(id));
+        let scope = cx.scope_arc();
+        let run = RunTool {
+            tool,
+            arguments,
+            cx,
+        };
+        let reply = if call.run_middleware {
+            self.run_through(run).await
+        } else {
+            let RunTool {
+                tool,
+                arguments,
+                cx,
+            } = run;
+            let owner = tool.owner().clone();
+            owner
+                .run_local(&tool.tool, cx.for_server(&owner), arguments)
+                .await
+        };
+        scope.finish(reply.is_ok());
+        reply
+    }
+
+    /// A background run through this server's `on_run_tool` hooks, then on down.
+    fn run_through(&self, run: RunTool) -> BoxFuture<'_, Result<CallToolResponse, ErrorData>> {
+        let chain = self.inner.middleware.load_full();
+        Box::pin(async move { crate::middleware::dispatch_run(self, &chain, run).await })
+    }
+
+    /// After this server's hooks: the tool, if it is this server's own, or the mounted child
+    /// the tool is reached through.
+    pub(crate) async fn run_endpoint(&self, run: RunTool) -> Result<CallToolResponse, ErrorData> {
+        let RunTool {
+            tool,
+            arguments,
+            cx,
+        } = run;
+        let version = tool.version().cloned().map(VersionSpec::exact);
+        let Some(Resolved { route, .. }) = self.resolve(tool.name(), version.as_ref()) else {
+            return Err(unknown_tool(tool.name()));
+        };
+        match route {
+            Route::Local => self.run_local(&tool.tool, cx, arguments).await,
+            Route::Mount { child, child_name } => {
+                let run = RunTool {
+                    tool: ToolInfo {
+                        name: child_name.into(),
+                        ..tool
+                    },
+                    arguments,
+                    cx: cx.for_server(&child),
+                };
+                child.run_through(run).await
+            }
         }
     }
 
@@ -1694,6 +1764,31 @@ async fn unwind(running: RunningServer) {
     for extension in running.extensions.iter().rev() {
         extension.on_stop(&running.server).await;
     }
+}
+
+/// A call's arguments as an object (`null` is none) and its version selector, or the
+/// `-32602` that says what is wrong with them.
+fn call_parts(
+    arguments: Value,
+    version: Option<Result<VersionSpec, String>>,
+) -> Result<(JsonObject, Option<VersionSpec>), ErrorData> {
+    let arguments = match arguments {
+        Value::Object(object) => object,
+        Value::Null => JsonObject::new(),
+        other => {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "tool arguments must be a JSON object, not {}",
+                    json_kind(&other)
+                ),
+                None,
+            ));
+        }
+    };
+    let version = version
+        .transpose()
+        .map_err(|e| ErrorData::invalid_params(e, None))?;
+    Ok((arguments, version))
 }
 
 fn json_kind(value: &Value) -> &'static str {
