@@ -1,6 +1,7 @@
 //! Every program in `examples/` (apart from the demo, the conformance fixture and the load
 //! drivers, which have suites of their own) runs as a real process and does what its doc
-//! comment says, over Streamable HTTP with a 2026-07-28 client; and the README's first
+//! comment says, over Streamable HTTP with a 2026-07-28 client (the Redis workers on the
+//! shared test Redis, the auth example against the local authorization server); and the README's first
 //! program is `examples/hello.rs`.
 
 mod common;
@@ -92,6 +93,15 @@ impl Running {
             .unwrap_or_default()
     }
 
+    /// The tools' names, in listing order.
+    async fn tool_names(&self) -> Vec<String> {
+        self.tools()
+            .await
+            .iter()
+            .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
+            .collect()
+    }
+
     async fn stderr_after_kill(mut self) -> String {
         let _ = self.child.start_kill();
         let _ = self.child.wait().await;
@@ -164,17 +174,8 @@ async fn the_readme_seed_is_examples_hello_and_it_serves_child_multiply() {
 #[tokio::test]
 async fn mount_serves_the_child_under_both_namespaces() {
     let mount = Running::on_free_port("mount").await;
-    let names: Vec<Value> = mount
-        .tools()
-        .await
-        .iter()
-        .map(|t| t["name"].clone())
-        .collect();
-    assert_eq!(
-        names,
-        vec![json!("users_lookup"), json!("people_lookup")],
-        "{names:?}"
-    );
+    let names = mount.tool_names().await;
+    assert_eq!(names, ["users_lookup", "people_lookup"], "{names:?}");
     let found = mount.call("users_lookup", json!({"id": 1})).await;
     assert_eq!(found["structuredContent"]["result"], "grace", "{found}");
     let templates = mount
@@ -244,35 +245,192 @@ async fn tasks_run_in_the_background_for_a_client_that_asks() {
         .await;
     assert_eq!(refused.body["error"]["code"], -32021, "{refused:?}");
 
+    squares_inline_and_as_a_task(&running, "slow_square").await;
+}
+
+/// Calls `tool` (the tasks example's `slow_square`, here or behind a proxy) inline with 7,
+/// then as a task with 9, and waits for the task's 81; returns the task's id.
+async fn squares_inline_and_as_a_task(running: &Running, tool: &str) -> String {
     // Without asking: inline.
-    let inline = running.call("slow_square", json!({"n": 7})).await;
+    let inline = running.call(tool, json!({"n": 7})).await;
     assert_eq!(inline["structuredContent"]["result"], 49, "{inline}");
 
     // Asking: a task, then its result.
     let created = running
         .result(
             "tools/call",
-            json!({"name": "slow_square", "arguments": {"n": 9, "millis": 50}}),
+            json!({"name": tool, "arguments": {"n": 9, "millis": 50}}),
             true,
         )
         .await;
     assert_eq!(created["resultType"], "task", "{created}");
     let id = created["taskId"].as_str().expect("a task id").to_owned();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let done = loop {
-        let task = running
-            .result("tasks/get", json!({"taskId": id}), true)
-            .await;
-        if task["status"] == "completed" {
-            break task;
-        }
-        assert!(
-            ["working", "submitted"].contains(&task["status"].as_str().unwrap_or_default()),
-            "{task}"
-        );
-        assert!(Instant::now() < deadline, "not done within 20 s: {task}");
-        // The client's poll interval: the protocol has the client poll.
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
+    let done = until_terminal(&running.url, &id).await;
+    assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["result"]["structuredContent"]["result"], 81, "{done}");
+    id
+}
+
+/// Polls `tasks/get` at `url` until `id` is neither `working` nor
+/// `submitted`; returns the task.
+async fn until_terminal(url: &str, id: &str) -> Value {
+    let capabilities = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let answer = post_2026_to(
+            url,
+            None,
+            "tasks/get",
+            json!({"taskId": id}),
+            capabilities.clone(),
+        )
+        .await;
+        let task = answer.body["result"].clone();
+        if !["working", "submitted"].contains(&task["status"].as_str().unwrap_or_default()) {
+            return task;
+        }
+        assert!(Instant::now() < deadline, "not done within 30 s: {task}");
+        // The client's poll interval: the protocol has the client poll.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn redis_workers_runs_tasks_in_a_worker_process_not_the_server() {
+    let queue = ferrymcp_test_helpers::redis::RedisServer::shared().queue_url("example-workers");
+    let envs = [("MCP_TASKS_URL", queue.as_str())];
+    let port = free_port();
+    let server = Running::start(
+        "redis_workers",
+        port,
+        &["serve".into(), format!("127.0.0.1:{port}")],
+        &envs,
+    )
+    .await;
+    let created = server
+        .result(
+            "tools/call",
+            json!({"name": "square", "arguments": {"n": 12}}),
+            true,
+        )
+        .await;
+    let id = created["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task: {created}"))
+        .to_owned();
+    // No worker yet: the server runs nothing itself, the task waits in Redis.
+    let waiting = server
+        .result("tasks/get", json!({"taskId": id}), true)
+        .await;
+    assert_eq!(waiting["status"], "working", "{waiting}");
+
+    let worker = tokio::process::Command::new(example("redis_workers"))
+        .arg("worker")
+        .envs(envs)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the worker starts");
+    let worker_pid = worker.id().expect("the worker's pid");
+    let done = until_terminal(&server.url, &id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let text = done["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert_eq!(
+        text,
+        format!("12 squared is 144 (process {worker_pid})"),
+        "{done}"
+    );
+}
+
+#[tokio::test]
+async fn proxy_serves_the_remote_tools_under_its_namespace_and_passes_tasks_through() {
+    let remote = Running::on_free_port("tasks").await;
+    let port = free_port();
+    let proxy = Running::start(
+        "proxy",
+        port,
+        &[format!("127.0.0.1:{port}"), remote.url.clone()],
+        &[],
+    )
+    .await;
+    let names = proxy.tool_names().await;
+    assert_eq!(
+        names,
+        ["local_hello", "remote_slow_square", "remote_report"],
+        "{names:?}"
+    );
+    let hello = proxy.call("local_hello", json!({"name": "Ada"})).await;
+    assert_eq!(
+        hello["content"][0]["text"], "hello Ada, from the proxy",
+        "{hello}"
+    );
+    // A task through the hop: the proxy's task id, polled at the proxy, run remotely.
+    let id = squares_inline_and_as_a_task(&proxy, "remote_slow_square").await;
+    // The remote server knows the task by another id: the proxy's is its own.
+    let at_remote = remote.post("tasks/get", json!({"taskId": id}), true).await;
+    assert!(at_remote.body["error"].is_object(), "{at_remote:?}");
+}
+
+#[tokio::test]
+async fn auth_needs_a_token_for_its_url_and_the_scope_a_tool_asks() {
+    use ferrymcp_test_helpers::auth_server::{AuthServer, CLIENT_A};
+    let auth = AuthServer::shared();
+    let port = free_port();
+    let running = Running::start(
+        "auth",
+        port,
+        &[format!("127.0.0.1:{port}"), auth.issuer().to_owned()],
+        &[],
+    )
+    .await;
+    let url = running.url.clone();
+    let post = |token: Option<String>, tool: &'static str| {
+        let url = url.clone();
+        async move {
+            post_2026_to(
+                &url,
+                token.as_deref(),
+                "tools/call",
+                json!({"name": tool, "arguments": {}}),
+                json!({}),
+            )
+            .await
+        }
+    };
+
+    let anonymous = post(None, "whoami").await;
+    assert_eq!(anonymous.status, 401, "{anonymous:?}");
+    assert!(
+        anonymous
+            .challenge
+            .contains("/.well-known/oauth-protected-resource/mcp"),
+        "{anonymous:?}"
+    );
+    // A token for another audience is refused too.
+    let elsewhere = auth
+        .token(CLIENT_A, "http://127.0.0.1:1/mcp", "admin")
+        .await;
+    assert_eq!(post(Some(elsewhere), "whoami").await.status, 401);
+
+    let reader = auth.token(CLIENT_A, &url, "").await;
+    let me = post(Some(reader.clone()), "whoami").await;
+    assert_eq!(me.status, 200, "{me:?}");
+    assert_eq!(me.body["result"]["content"][0]["text"], CLIENT_A, "{me:?}");
+    let refused = post(Some(reader), "reset").await;
+    assert_eq!(refused.status, 403, "{refused:?}");
+    assert!(
+        refused.challenge.contains("error=\"insufficient_scope\"")
+            && refused.challenge.contains("admin"),
+        "{refused:?}"
+    );
+    let admin = auth.token(CLIENT_A, &url, "admin").await;
+    let reset = post(Some(admin), "reset").await;
+    assert_eq!(reset.status, 200, "{reset:?}");
+    assert_eq!(
+        reset.body["result"]["content"][0]["text"], "reset",
+        "{reset:?}"
+    );
 }
