@@ -108,10 +108,12 @@ impl Extension for Echo {
     }
 }
 
-/// An extension with a given id and methods, and nothing else.
+/// An extension with a given id and methods, and nothing else (or, with `runs_tasks`, one
+/// that says it runs task tools).
 struct Bare {
     id: &'static str,
     methods: Vec<String>,
+    runs_tasks: bool,
 }
 
 #[async_trait]
@@ -123,12 +125,27 @@ impl Extension for Bare {
     fn methods(&self) -> Vec<String> {
         self.methods.clone()
     }
+
+    fn runs_task_tools(&self) -> bool {
+        self.runs_tasks
+    }
 }
 
 fn bare(id: &'static str) -> Bare {
     Bare {
         id,
         methods: Vec::new(),
+        runs_tasks: false,
+    }
+}
+
+/// A stand-in for a tasks extension: the core asks whether an extension runs task tools,
+/// whatever its id.
+fn task_runner() -> Bare {
+    Bare {
+        id: "com.example/background",
+        methods: Vec::new(),
+        runs_tasks: true,
     }
 }
 
@@ -366,6 +383,7 @@ async fn c46_extension_method_named_like_a_spec_method_is_rejected() {
         .add_extension(Bare {
             id: "com.example/hijack",
             methods: vec!["ext/fine".into(), "tools/call".into()],
+            runs_tasks: false,
         })
         .expect_err("tools/call is a spec method");
     assert!(
@@ -545,9 +563,21 @@ async fn c40_task_tools_without_a_tasks_extension_fail_to_start() {
     assert!(message.contains("c_gc_deep"), "{message}");
     assert!(!message.contains("quick"), "{message}");
 
-    // A failed start leaves the server startable.
+    // What counts is an extension that runs task tools, not one that takes the id.
     parent
         .add_extension(bare(TASKS_EXTENSION_ID))
+        .expect("an extension under the tasks id");
+    assert!(
+        matches!(
+            parent.start().await,
+            Err(ServerError::TasksExtensionMissing { .. })
+        ),
+        "an id alone does not run task tools"
+    );
+
+    // A failed start leaves the server startable.
+    parent
+        .add_extension(task_runner())
         .expect("fake tasks extension");
     let running = parent.start().await.expect("start with a tasks extension");
     running.stop().await;
@@ -578,7 +608,7 @@ async fn c40_c47_a_tasks_extension_on_the_child_does_not_cover_the_root() {
         .add_tool(ToolDef::new("slow", || async { 1 }).task(true))
         .expect("slow tool");
     child
-        .add_extension(bare(TASKS_EXTENSION_ID))
+        .add_extension(task_runner())
         .expect("child tasks extension");
     let parent = Server::new("parent");
     parent.mount(&child, "c").expect("mount");
@@ -591,7 +621,7 @@ async fn c40_c47_a_tasks_extension_on_the_child_does_not_cover_the_root() {
     assert!(error.to_string().contains("tasks extension"), "{error}");
 
     parent
-        .add_extension(bare(TASKS_EXTENSION_ID))
+        .add_extension(task_runner())
         .expect("root tasks extension");
     let running = parent.start().await.expect("start");
     running.stop().await;
@@ -604,7 +634,7 @@ async fn c40_a_fake_tasks_extension_lets_start_succeed() {
         .add_tool(ToolDef::new("slow", || async { 1 }).task(true))
         .expect("slow tool");
     server
-        .add_extension(bare(TASKS_EXTENSION_ID))
+        .add_extension(task_runner())
         .expect("fake tasks extension");
     let running = server.start().await.expect("start");
     running.stop().await;

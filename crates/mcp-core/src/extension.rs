@@ -110,6 +110,40 @@ pub trait Extension: Send + Sync + 'static {
         Ok(None)
     }
 
+    /// Adjusts the headers of an HTTP `POST` to the root's endpoint before rmcp reads it,
+    /// given its body: for clients that send a routing header the extension's methods need
+    /// incompletely. Only the root's extensions are asked; the default does nothing.
+    ///
+    /// ```
+    /// struct Ext;
+    /// impl ferrymcp_core::Extension for Ext {
+    ///     fn id(&self) -> &str { "com.example/ext" }
+    ///     fn prepare_http_request(&self, headers: &mut http::HeaderMap, _body: &[u8]) {
+    ///         headers.remove("x-legacy");
+    ///     }
+    /// }
+    /// ```
+    fn prepare_http_request(&self, headers: &mut http::HeaderMap, body: &[u8]) {
+        let _ = (headers, body);
+    }
+
+    /// Whether this extension runs the tools that declare a task mode
+    /// ([`ToolDef::task`](crate::ToolDef::task), `execution.taskSupport` on the wire). A
+    /// server with such tools and no extension that runs them fails to start
+    /// ([`ServerError::TasksExtensionMissing`](crate::ServerError::TasksExtensionMissing)),
+    /// rather than refusing every task later. The default is `false`.
+    ///
+    /// ```
+    /// struct Background;
+    /// impl ferrymcp_core::Extension for Background {
+    ///     fn id(&self) -> &str { "com.example/background" }
+    ///     fn runs_task_tools(&self) -> bool { true }
+    /// }
+    /// ```
+    fn runs_task_tools(&self) -> bool {
+        false
+    }
+
     /// Called once when the (root) server starts, before it serves anything.
     async fn on_start(&self, server: &Server) -> Result<(), BoxError> {
         let _ = server;

@@ -162,29 +162,49 @@ impl McpService {
         scope
     }
 
-    /// Runs a request that may answer with an input round (SEP-2322): opens the client's
-    /// sealed `requestState`, seals the one going out, and on 2025-11-25 connections drives
-    /// the rounds itself with server-to-client requests (see [`crate::input_rounds`]).
-    async fn with_input_rounds<R, F, Fut>(
+    /// The walk `tools/call`, `resources/read` and `prompts/get` share: the request's span,
+    /// the version its `_meta` asks for, then `run` with that version, through input rounds
+    /// (SEP-2322): opens the client's sealed `requestState`, seals the one going out, and on
+    /// 2025-11-25 connections drives the rounds itself with server-to-client requests (see
+    /// [`crate::input_rounds`]).
+    async fn answer_with_rounds<R, F, Fut>(
         &self,
         cx: RequestContext<RoleServer>,
-        request: RoundRequest<'_>,
-        input_responses: Option<InputResponses>,
-        request_state: Option<String>,
+        request: RoundRequest,
         run: F,
     ) -> Result<R, ErrorData>
     where
         R: InputRound,
-        F: Fn(Context) -> Fut,
+        F: Fn(&RoundRequest, Option<VersionSpec>, Context) -> Fut,
+        Fut: Future<Output = Result<R, ErrorData>>,
+    {
+        let span = request_span(request.method, &cx);
+        async move {
+            let version = requested_version(&cx.meta)?;
+            self.with_input_rounds(cx, request, |request, cx| run(request, version.clone(), cx))
+                .await
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn with_input_rounds<R, F, Fut>(
+        &self,
+        cx: RequestContext<RoleServer>,
+        mut request: RoundRequest,
+        run: F,
+    ) -> Result<R, ErrorData>
+    where
+        R: InputRound,
+        F: Fn(&RoundRequest, Context) -> Fut,
         Fut: Future<Output = Result<R, ErrorData>>,
     {
         let base = self.scope(cx);
         let seal = self.root.state_seal();
-        let RoundRequest {
-            method,
-            target,
-            arguments,
-        } = request;
+        let input_responses = request.input_responses.take();
+        let request_state = request.request_state.take();
+        let (method, target, arguments) =
+            (request.method, &request.target, request.arguments.as_ref());
         // What a sealed state is bound to, worked out (a digest of the arguments) only when
         // one is opened or sealed: most calls never have an input round.
         let mut binding = None;
@@ -206,7 +226,7 @@ impl McpService {
         for _ in 0..input_rounds::MAX_LEGACY_ROUNDS {
             let cx = Context::new(self.root.clone(), scope);
             let finish = cx.scope_arc();
-            let reply = run(cx).await;
+            let reply = run(&request, cx).await;
             finish.finish(reply.is_ok());
             let mut response = reply?;
             let Some(round) = response.input_round() else {
@@ -353,12 +373,54 @@ impl McpService {
 
 /// What a request that may take input rounds asks for: its sealed `requestState` is bound
 /// to all of it.
-struct RoundRequest<'a> {
-    method: &'a str,
+struct RoundRequest {
+    method: &'static str,
     /// The tool name, resource URI or prompt name.
-    target: &'a str,
+    target: String,
     /// The request's arguments (none for `resources/read`).
-    arguments: Option<&'a ferrymcp_types::JsonObject>,
+    arguments: Option<ferrymcp_types::JsonObject>,
+    /// The client's answers to the previous round, if any.
+    input_responses: Option<InputResponses>,
+    /// The sealed state the previous round carried, if any.
+    request_state: Option<String>,
+}
+
+impl From<CallToolRequestParams> for RoundRequest {
+    fn from(request: CallToolRequestParams) -> Self {
+        let (name, arguments) = (request.name.into_owned(), request.arguments);
+        RoundRequest {
+            method: "tools/call",
+            target: name,
+            arguments,
+            input_responses: request.input_responses,
+            request_state: request.request_state,
+        }
+    }
+}
+
+impl From<ReadResourceRequestParams> for RoundRequest {
+    fn from(request: ReadResourceRequestParams) -> Self {
+        RoundRequest {
+            method: "resources/read",
+            target: request.uri,
+            arguments: None,
+            input_responses: request.input_responses,
+            request_state: request.request_state,
+        }
+    }
+}
+
+impl From<GetPromptRequestParams> for RoundRequest {
+    fn from(request: GetPromptRequestParams) -> Self {
+        let (name, arguments) = (request.name, request.arguments);
+        RoundRequest {
+            method: "prompts/get",
+            target: name,
+            arguments,
+            input_responses: request.input_responses,
+            request_state: request.request_state,
+        }
+    }
 }
 
 /// The span a request is answered in: its JSON-RPC method and id. The method is given by
@@ -624,39 +686,15 @@ impl ServerHandler for McpService {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let span = request_span("tools/call", &context);
-        async move {
-            let version = requested_version(&context.meta)?;
-            let CallToolRequestParams {
-                name,
-                arguments,
-                input_responses,
-                request_state,
-                ..
-            } = request;
-            let run = |cx: Context| {
-                self.root.dispatch_call(CallTool {
-                    name: name.to_string(),
-                    arguments: arguments.clone().unwrap_or_default(),
-                    version: version.clone(),
-                    cx,
-                    run_middleware: true,
-                })
-            };
-            self.with_input_rounds(
-                context,
-                RoundRequest {
-                    method: "tools/call",
-                    target: &name,
-                    arguments: arguments.as_ref(),
-                },
-                input_responses,
-                request_state,
-                run,
-            )
-            .await
-        }
-        .instrument(span)
+        self.answer_with_rounds(context, request.into(), |call, version, cx| {
+            self.root.dispatch_call(CallTool {
+                name: call.target.clone(),
+                arguments: call.arguments.clone().unwrap_or_default(),
+                version,
+                cx,
+                run_middleware: true,
+            })
+        })
         .await
     }
 
@@ -719,37 +757,14 @@ impl ServerHandler for McpService {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let span = request_span("resources/read", &context);
-        async move {
-            let version = requested_version(&context.meta)?;
-            let ReadResourceRequestParams {
-                uri,
-                input_responses,
-                request_state,
-                ..
-            } = request;
-            let run = |cx: Context| {
-                self.root.dispatch_read(ReadResource {
-                    uri: uri.clone(),
-                    version: version.clone(),
-                    cx,
-                    run_middleware: true,
-                })
-            };
-            self.with_input_rounds(
-                context,
-                RoundRequest {
-                    method: "resources/read",
-                    target: &uri,
-                    arguments: None,
-                },
-                input_responses,
-                request_state,
-                run,
-            )
-            .await
-        }
-        .instrument(span)
+        self.answer_with_rounds(context, request.into(), |read, version, cx| {
+            self.root.dispatch_read(ReadResource {
+                uri: read.target.clone(),
+                version,
+                cx,
+                run_middleware: true,
+            })
+        })
         .await
     }
 
@@ -776,39 +791,15 @@ impl ServerHandler for McpService {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let span = request_span("prompts/get", &context);
-        async move {
-            let version = requested_version(&context.meta)?;
-            let GetPromptRequestParams {
-                name,
-                arguments,
-                input_responses,
-                request_state,
-                ..
-            } = request;
-            let run = |cx: Context| {
-                self.root.dispatch_get_prompt(GetPrompt {
-                    name: name.clone(),
-                    arguments: arguments.clone().unwrap_or_default(),
-                    version: version.clone(),
-                    cx,
-                    run_middleware: true,
-                })
-            };
-            self.with_input_rounds(
-                context,
-                RoundRequest {
-                    method: "prompts/get",
-                    target: &name,
-                    arguments: arguments.as_ref(),
-                },
-                input_responses,
-                request_state,
-                run,
-            )
-            .await
-        }
-        .instrument(span)
+        self.answer_with_rounds(context, request.into(), |get, version, cx| {
+            self.root.dispatch_get_prompt(GetPrompt {
+                name: get.target.clone(),
+                arguments: get.arguments.clone().unwrap_or_default(),
+                version,
+                cx,
+                run_middleware: true,
+            })
+        })
         .await
     }
 

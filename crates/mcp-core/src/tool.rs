@@ -15,6 +15,8 @@ use ferrymcp_types::{
     Icon, JsonObject, MetaObject, TaskSupport, Tool, ToolAnnotations, ToolDescriptor,
 };
 
+use rmcp::model::Extensions;
+
 use crate::auth::Requirement;
 use crate::{
     Server,
@@ -44,10 +46,6 @@ pub struct TaskConfig {
     /// The `pollIntervalMs` a task of this tool advertises; `None` takes the tasks
     /// extension's default (5 s unless configured).
     pub poll_interval: Option<Duration>,
-    /// `Some(true)`: running the tool twice is harmless, so a task whose worker was lost is
-    /// run again; `Some(false)`: never; `None` follows the tool's `idempotentHint`
-    /// annotation.
-    pub idempotent: Option<bool>,
 }
 
 impl TaskConfig {
@@ -60,7 +58,6 @@ impl TaskConfig {
         Self {
             mode: TaskSupport::Optional,
             poll_interval: None,
-            idempotent: None,
         }
     }
 
@@ -73,7 +70,6 @@ impl TaskConfig {
         Self {
             mode: TaskSupport::Required,
             poll_interval: None,
-            idempotent: None,
         }
     }
 
@@ -86,7 +82,6 @@ impl TaskConfig {
         Self {
             mode: TaskSupport::Forbidden,
             poll_interval: None,
-            idempotent: None,
         }
     }
 
@@ -98,18 +93,6 @@ impl TaskConfig {
     /// ```
     pub const fn with_poll_interval(mut self, interval: Duration) -> Self {
         self.poll_interval = Some(interval);
-        self
-    }
-
-    /// Declares whether a run may be repeated when its worker is lost, overriding the
-    /// `idempotentHint` annotation.
-    ///
-    /// ```
-    /// let c = ferrymcp_core::TaskConfig::optional().idempotent(true);
-    /// assert_eq!(c.idempotent, Some(true));
-    /// ```
-    pub const fn idempotent(mut self, idempotent: bool) -> Self {
-        self.idempotent = Some(idempotent);
         self
     }
 }
@@ -136,7 +119,6 @@ impl From<TaskSupport> for TaskConfig {
         Self {
             mode,
             poll_interval: None,
-            idempotent: None,
         }
     }
 }
@@ -177,6 +159,7 @@ pub struct ToolDef {
     pub(crate) timeout: Option<Duration>,
     pub(crate) invoke: Box<dyn Invoke>,
     pub(crate) requirement: Requirement,
+    pub(crate) data: Extensions,
 }
 
 impl ToolDef {
@@ -252,6 +235,7 @@ impl ToolDef {
             wrapped,
             timeout: None,
             invoke,
+            data: Extensions::new(),
         }
     }
 
@@ -283,6 +267,22 @@ impl ToolDef {
     /// ```
     pub fn task(mut self, task: impl Into<TaskConfig>) -> Self {
         self.task = task.into();
+        self
+    }
+
+    /// Attaches a typed value for an extension or a middleware to read from the tool's
+    /// handle ([`ToolInfo::data`]); one value per type, a second replaces the first. The
+    /// tasks extension reads its lost-worker policy this way.
+    ///
+    /// ```
+    /// #[derive(Clone)]
+    /// struct Cost(u32);
+    /// let s = ferrymcp_core::Server::new("s");
+    /// s.add_tool(ferrymcp_core::ToolDef::new("t", || async {}).data(Cost(3))).unwrap();
+    /// assert_eq!(s.get_tool("t", None).unwrap().data::<Cost>().map(|c| c.0), Some(3));
+    /// ```
+    pub fn data<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.data.insert(value);
         self
     }
 
@@ -357,6 +357,8 @@ pub(crate) struct RegisteredTool {
     pub(crate) strict: Arc<AtomicBool>,
     /// Who may call it.
     pub(crate) requirement: Requirement,
+    /// Typed values for extensions and middleware ([`ToolDef::data`]).
+    pub(crate) data: Extensions,
 }
 
 impl RegisteredTool {
@@ -377,6 +379,7 @@ impl RegisteredTool {
             timeout,
             invoke,
             requirement,
+            data,
         } = def;
         let input_schema = Arc::new(input_schema);
         let mut tool = Tool::new_with_raw(
@@ -403,6 +406,7 @@ impl RegisteredTool {
             invoke,
             strict,
             requirement,
+            data,
         }
     }
 }
@@ -534,6 +538,17 @@ impl ToolInfo {
     /// ```
     pub fn task_config(&self) -> &TaskConfig {
         &self.tool.task
+    }
+
+    /// The value of type `T` the definition attached ([`ToolDef::data`]), if any.
+    ///
+    /// ```
+    /// # let s = ferrymcp_core::Server::new("s");
+    /// # s.add_tool(ferrymcp_core::ToolDef::new("t", || async {})).unwrap();
+    /// assert!(s.get_tool("t", None).unwrap().data::<u8>().is_none());
+    /// ```
+    pub fn data<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.tool.data.get::<T>()
     }
 
     /// The server this handle routes to: the tool's own server for a local tool, the

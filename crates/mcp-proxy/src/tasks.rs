@@ -25,10 +25,14 @@ use std::{collections::HashMap, sync::RwLock, time::Duration};
 
 use async_trait::async_trait;
 use ferrymcp_core::{
-    BoxError, CallTool, Context, Era, Extension, Server, ToolCallNext,
+    BoxError, CallTool, Context, Extension, Server, ToolCallNext,
     subscription::{PushedNotification, Subscription},
 };
-use ferrymcp_tasks::TasksExtension;
+use ferrymcp_tasks::{
+    TasksExtension,
+    backend::Owner,
+    extension::{METHODS, client_opted_in},
+};
 use ferrymcp_types::{
     CallToolResponse, CancelTaskParams, ErrorCode, ErrorData, GetTaskParams, JsonObject,
     ServerResult, TASKS_EXTENSION_ID, TaskAckResult, UpdateTaskParams,
@@ -42,8 +46,6 @@ use crate::{
     server::ProxyState,
     task_ids::{TaskIdError, TaskIdSigner},
 };
-
-const METHODS: [&str; 3] = ["tasks/get", "tasks/update", "tasks/cancel"];
 
 /// The tasks extension of a server that proxies upstreams.
 ///
@@ -63,14 +65,7 @@ fn not_found(id: &str) -> ErrorData {
 }
 
 fn caller_key(cx: &Context) -> String {
-    cx.scope()
-        .principal()
-        .map_or_else(|| "anon".to_owned(), |p| format!("auth:{}", p.scope_key()))
-}
-
-fn opted_in(cx: &Context) -> bool {
-    let scope = cx.scope();
-    scope.era() == Era::Modern && scope.client_extension(TASKS_EXTENSION_ID).is_some()
+    Owner::of(cx.scope().principal()).as_str().to_owned()
 }
 
 /// The upstream serving `name` at `server`, and the tool's name there: follows mounts down
@@ -409,6 +404,15 @@ impl Extension for ProxyTasks {
         TASKS_EXTENSION_ID
     }
 
+    fn runs_task_tools(&self) -> bool {
+        true
+    }
+
+    /// Fills in the `Mcp-Name` header some clients leave out of `tasks/*` requests.
+    fn prepare_http_request(&self, headers: &mut http::HeaderMap, body: &[u8]) {
+        ferrymcp_tasks::http_headers::fill_missing_task_name(headers, body);
+    }
+
     /// SEP-2663 is not defined on 2025-11-25 connections.
     fn legacy_era(&self) -> bool {
         false
@@ -465,7 +469,7 @@ impl Extension for ProxyTasks {
         call: CallTool,
         next: ToolCallNext<'_>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if opted_in(call.context()) {
+        if client_opted_in(call.context().scope()) {
             let server = call.context().server().clone();
             if let Some((upstream, tool)) = proxied(&server, &call.name, &call)
                 && upstream

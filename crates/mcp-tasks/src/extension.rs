@@ -24,8 +24,25 @@ use crate::{
     ids,
 };
 
-/// The methods this extension answers.
-const METHODS: [&str; 3] = ["tasks/get", "tasks/update", "tasks/cancel"];
+/// The methods the Tasks extension answers (an extension that stands in for
+/// [`TasksExtension`], such as a proxy's, answers the same).
+///
+/// ```
+/// assert!(ferrymcp_tasks::extension::METHODS.contains(&"tasks/get"));
+/// ```
+pub const METHODS: [&str; 3] = ["tasks/get", "tasks/update", "tasks/cancel"];
+
+/// Whether the request's client asked for tasks: it declared the extension on a
+/// 2026-07-28 request (SEP-2663 is not defined on 2025-11-25 connections). Only such a
+/// client's calls of task tools become tasks.
+///
+/// ```
+/// use ferrymcp_core::RequestScope;
+/// assert!(!ferrymcp_tasks::extension::client_opted_in(&RequestScope::new()));
+/// ```
+pub fn client_opted_in(scope: &ferrymcp_core::RequestScope) -> bool {
+    scope.era() == Era::Modern && scope.client_extension(TASKS_EXTENSION_ID).is_some()
+}
 
 /// How many starts an idempotent tool's task may get when its worker is lost.
 const IDEMPOTENT_ATTEMPTS: u32 = 3;
@@ -285,10 +302,7 @@ impl TasksExtension {
         if mode == TaskSupport::Forbidden {
             return None;
         }
-        let scope = call.context().scope();
-        let opted_in =
-            scope.era() == Era::Modern && scope.client_extension(TASKS_EXTENSION_ID).is_some();
-        match (mode, opted_in) {
+        match (mode, client_opted_in(call.context().scope())) {
             (_, true) => Some(Ok(())),
             (TaskSupport::Required, false) => {
                 Some(Err(ErrorData::missing_required_client_capability(
@@ -323,11 +337,7 @@ impl TasksExtension {
             Ok(Value::Object(context)) => context,
             _ => JsonObject::new(),
         };
-        let idempotent = tool.task_config().idempotent.unwrap_or_else(|| {
-            tool.annotations()
-                .and_then(|a| a.idempotent_hint)
-                .unwrap_or(false)
-        });
+        let idempotent = crate::LostWorker::of(tool) == crate::LostWorker::Rerun;
         let id = ids::new_task_id();
         let view = engine
             .backend
@@ -488,6 +498,15 @@ pub fn gate_tasks_request(cx: &Context, method: &str) -> Result<(), ErrorData> {
 impl Extension for TasksExtension {
     fn id(&self) -> &str {
         TASKS_EXTENSION_ID
+    }
+
+    fn runs_task_tools(&self) -> bool {
+        true
+    }
+
+    /// Fills in the `Mcp-Name` header some clients leave out of `tasks/*` requests.
+    fn prepare_http_request(&self, headers: &mut http::HeaderMap, body: &[u8]) {
+        crate::http_headers::fill_missing_task_name(headers, body);
     }
 
     /// SEP-2663 is not defined on 2025-11-25 connections.

@@ -25,8 +25,10 @@
 //! the request's own opt-in and its era choose between a task, a synchronous run, and
 //! `-32021`. A task is created durably (arguments validated first, no task on bad input),
 //! and its work starts only after the `CreateTaskResult` has left the root's middleware. A
-//! worker then runs the tool on the mounted child that owns it, without middleware, and
-//! stores the exact `CallToolResult` the synchronous call would have returned.
+//! worker then runs the tool, through each server's `on_run_tool` middleware hook from the
+//! root down to the tool's owner (and no other hook), and stores the exact
+//! `CallToolResult` the synchronous call would have returned. A tool's [`LostWorker`]
+//! policy says whether a run lost with its worker starts again.
 //!
 //! | module | holds |
 //! |---|---|
@@ -34,6 +36,8 @@
 //! | [`backend`] | [`TaskBackend`](backend::TaskBackend), [`MemoryBackend`](backend::memory::MemoryBackend), and (feature `redis`) `RedisBackend` |
 //! | [`worker`] | [`Worker`]: claims runs and runs tools on their owning server |
 //! | [`owner`] | [`resolve_owning_server`] and the [`TaskSnapshot`] it reads |
+//! | [`http_headers`] | the `Mcp-Name` header of `tasks/*`, filled in from the body when a client leaves it out |
+//! | [`lost_worker`] | [`LostWorker`]: rerun or fail a run whose worker was lost |
 //! | [`push`] | task status pushed on `subscriptions/listen` as `notifications/tasks` |
 //! | [`engine`] | [`Engine`]: the running engine, also a tool extractor |
 //! | [`config`] | [`TasksConfig`], from code and `MCP_TASKS_*` |
@@ -47,7 +51,9 @@ pub mod config;
 pub mod connect;
 pub mod engine;
 pub mod extension;
+pub mod http_headers;
 mod ids;
+pub mod lost_worker;
 pub mod owner;
 pub mod push;
 #[cfg(feature = "redis")]
@@ -60,6 +66,7 @@ pub use engine::Engine;
 pub use extension::{TasksExtension, gate_tasks_request};
 pub use ferrymcp_core::secrets::redacted_url;
 pub use ids::new_task_id;
+pub use lost_worker::LostWorker;
 pub use owner::{TaskSnapshot, resolve_owning_server, resolve_tool};
 pub use worker::Worker;
 

@@ -177,6 +177,19 @@ pub struct Worker {
 
 impl Worker {
     /// A worker for the tree under `root`, claiming from `backend`, 10 runs at a time.
+    ///
+    /// The backend is the one the serving process's [`TasksExtension`](crate::TasksExtension)
+    /// submits to; `root` is the same tree, so a task's tool resolves here as it did there.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use ferrymcp_core::Server;
+    /// use ferrymcp_tasks::{Worker, backend::{TaskBackend, memory::MemoryBackend}};
+    ///
+    /// let backend: Arc<dyn TaskBackend> = Arc::new(MemoryBackend::new());
+    /// let worker = Worker::new(Server::new("app"), backend.clone());
+    /// println!("worker {} ready", worker.id().as_str());
+    /// ```
     pub fn new(root: Server, backend: Arc<dyn TaskBackend>) -> Self {
         Self {
             root,

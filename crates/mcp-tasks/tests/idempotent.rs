@@ -1,12 +1,12 @@
-//! Which tasks run again when their worker is lost: `TaskConfig::idempotent` decides when
-//! set, else the tool's `idempotentHint` annotation; everything else fails with the
+//! Which tasks run again when their worker is lost: the tool's `LostWorker` policy decides
+//! when set, else the tool's `idempotentHint` annotation; everything else fails with the
 //! lost-worker message (issue 5, crash recovery).
 
 use std::time::Duration;
 
-use ferrymcp_core::{Server, TaskConfig, ToolDef, types::ToolAnnotations};
+use ferrymcp_core::{Server, ToolDef, types::ToolAnnotations};
 use ferrymcp_tasks::{
-    TasksConfig, TasksExtension,
+    LostWorker, TasksConfig, TasksExtension,
     backend::{WorkerId, WriteAck},
 };
 use ferrymcp_test_helpers::tasks::TaskClient;
@@ -17,7 +17,7 @@ fn server() -> Server {
     let server = Server::new("root");
     let tool = |name: &str| ToolDef::new(name.to_owned(), || async { "ran" });
     server
-        .add_tool(tool("declared").task(TaskConfig::optional().idempotent(true)))
+        .add_tool(tool("declared").task(true).data(LostWorker::Rerun))
         .unwrap();
     server
         .add_tool(
@@ -30,7 +30,8 @@ fn server() -> Server {
         .add_tool(
             tool("overridden")
                 .annotations(ToolAnnotations::new().idempotent(true))
-                .task(TaskConfig::optional().idempotent(false)),
+                .task(true)
+                .data(LostWorker::Fail),
         )
         .unwrap();
     server.add_tool(tool("plain").task(true)).unwrap();

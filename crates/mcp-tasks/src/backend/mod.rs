@@ -278,6 +278,44 @@ pub fn caller_key(
 /// [`cancel`](Self::cancel). Worker side: [`claim`](Self::claim),
 /// [`heartbeat`](Self::heartbeat), [`complete`](Self::complete), [`fail`](Self::fail),
 /// [`request_input`](Self::request_input), [`hand_back`](Self::hand_back). Housekeeping: [`expire`](Self::expire).
+///
+/// One task's life on the in-memory backend, as the extension and a worker drive it:
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), ferrymcp_tasks::backend::BackendError> {
+/// use std::time::Duration;
+/// use ferrymcp_tasks::backend::{NewTask, Owner, TaskBackend, WorkerId, memory::MemoryBackend};
+/// use ferrymcp_types::TaskStatus;
+///
+/// let backend = MemoryBackend::new();
+/// let owner = Owner::of(None);
+/// // The request side: a `tools/call` that asked for a task.
+/// backend.submit(NewTask {
+///     id: "t1".into(),
+///     owner: owner.clone(),
+///     caller: "anon:inspector".into(),
+///     tool: "report".into(),
+///     version: None,
+///     arguments: Default::default(),
+///     context: Default::default(),
+///     ttl: Some(Duration::from_secs(60)),
+///     poll_interval: Duration::from_millis(500),
+///     max_attempts: 1,
+/// }).await?;
+/// backend.release(&owner, "t1").await?; // the answer is on its way: workers may start
+///
+/// // A worker claims the run and records the tool's result under its lease.
+/// let worker = WorkerId::new();
+/// let claimed = backend.claim(&worker, 1, Duration::from_secs(1)).await?;
+/// assert_eq!(claimed[0].tool, "report");
+/// backend.complete(&claimed[0].lease, serde_json::json!({"content": []})).await?;
+///
+/// // `tasks/get` sees the outcome.
+/// let task = backend.get(&owner, "t1").await?.expect("the task");
+/// assert_eq!(task.status, TaskStatus::Completed);
+/// # Ok(()) }
+/// ```
 #[async_trait]
 pub trait TaskBackend: Send + Sync + 'static {
     /// Stores a new `working` task. It is visible to [`get`](Self::get) as soon as this

@@ -29,6 +29,8 @@ pub(super) struct Endpoint {
     pub(super) max_sessions: usize,
     pub(super) sessions: Arc<LocalSessionManager>,
     pub(super) log: Arc<RejectLog>,
+    /// The root's extensions, asked to adjust each POST's headers.
+    pub(super) extensions: Arc<Vec<Arc<dyn crate::Extension>>>,
     /// The resource server, when the endpoint needs bearer tokens.
     #[cfg(feature = "auth")]
     pub(super) gate: Option<Arc<super::bearer::Gate>>,
@@ -96,7 +98,9 @@ pub(super) async fn guard(
         }
     }
     let mut parts = parts;
-    fill_missing_task_name(&mut parts.headers, &bytes);
+    for extension in endpoint.extensions.iter() {
+        extension.prepare_http_request(&mut parts.headers, &bytes);
+    }
     let bytes = match &probe {
         Ok(Probe {
             method: Some(method),
@@ -275,41 +279,4 @@ fn reroute_listen(headers: &mut http::HeaderMap, body: Bytes) -> Bytes {
         );
     }
     Bytes::from(rerouted)
-}
-
-/// FastMCP's Python client (4.1) sends `Mcp-Method` but no `Mcp-Name` on `tasks/get`,
-/// `tasks/update` and `tasks/cancel`, which rmcp refuses (`-32020`), so no task of an
-/// ferrymcp server could be polled from it over HTTP. The header only repeats
-/// `params.taskId` for routing, so a missing one is taken from the body; a header that is
-/// present and disagrees with the body is still refused.
-fn fill_missing_task_name(headers: &mut http::HeaderMap, body: &[u8]) {
-    const NAME: &str = "mcp-name";
-    #[derive(serde::Deserialize)]
-    struct TaskRequest {
-        params: TaskParams,
-    }
-    #[derive(serde::Deserialize)]
-    struct TaskParams {
-        #[serde(rename = "taskId")]
-        task_id: Option<String>,
-    }
-    let is_task_method = headers
-        .get("mcp-method")
-        .and_then(|method| method.to_str().ok())
-        .is_some_and(|method| matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel"));
-    if !is_task_method || headers.contains_key(NAME) {
-        return;
-    }
-    let Ok(TaskRequest {
-        params: TaskParams {
-            task_id: Some(task_id),
-        },
-    }) = serde_json::from_slice::<TaskRequest>(body)
-    else {
-        return;
-    };
-    // A task id that is not a plain header value is left to rmcp's own refusal.
-    if let Ok(value) = http::HeaderValue::from_str(&task_id) {
-        headers.insert(NAME, value);
-    }
 }

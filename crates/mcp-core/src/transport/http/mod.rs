@@ -97,6 +97,7 @@ impl Server {
             max_sessions: config.max_sessions,
             sessions,
             log,
+            extensions: self.extension_list(),
             #[cfg(feature = "auth")]
             gate: config.auth.clone().map(|resource| {
                 Arc::new(bearer::Gate::new(
