@@ -638,7 +638,7 @@ async fn execute(root: &Server, backend: &Arc<dyn TaskBackend>, run: Claimed, he
     let lease = run.lease.clone();
     let token = held.token.clone();
     let snapshot: TaskSnapshot =
-        serde_json::from_value(Value::Object(run.context.clone())).unwrap_or_default();
+        serde_json::from_value(Value::Object(run.context)).unwrap_or_default();
     let outcome = match resolve_tool(root, &run.tool, run.version.as_deref()) {
         None => {
             let message = format!("Component not found for task: {}", run.tool);

@@ -630,9 +630,12 @@ impl RedisBackend {
         let round = uint(&row[8])
             .and_then(|n| u32::try_from(n).ok())
             .unwrap_or(1);
+        // Answers exist only for a later round; a first run has none to read.
         let mut answers = InputResponses::new();
-        for (key, answer) in pairs(row[10].clone(), "claim")? {
-            answers.insert(key, parse_json(&answer, "answer")?);
+        if round > 1 {
+            for (key, answer) in pairs(row[10].clone(), "claim")? {
+                answers.insert(key, parse_json(&answer, "answer")?);
+            }
         }
         Ok(Some(Claimed {
             owner,
