@@ -1,0 +1,222 @@
+//! The floor: a 2026-07-28 Streamable HTTP endpoint with one tool, `add`, and nothing of an
+//! MCP framework. It does the work every conforming server must do for a stateless
+//! `tools/call`, and no more: it checks the transport headers (`Content-Type`, `Accept`,
+//! `Mcp-Protocol-Version`, `Mcp-Method`, `Mcp-Name` against the body), parses the JSON-RPC
+//! envelope and the call's parameters with serde (the protocol version in `_meta` too),
+//! routes by method and tool name, deserializes typed arguments, and serializes the same
+//! result the demo answers. Errors are JSON-RPC errors with the codes the demo uses.
+//!
+//! `floor 127.0.0.1:0` prints `listening on http://ADDR/mcp` and serves until killed; it
+//! runs on one thread (the benchmark pins each server to one CPU).
+
+use std::borrow::Cow;
+
+use axum::{
+    Router,
+    body::Bytes,
+    http::{HeaderMap, HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+    routing::post,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+const PROTOCOL: &str = "2026-07-28";
+
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow)]
+    jsonrpc: Cow<'a, str>,
+    #[serde(borrow)]
+    id: &'a RawValue,
+    #[serde(borrow)]
+    method: Cow<'a, str>,
+    #[serde(borrow)]
+    params: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct CallParams<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(borrow)]
+    arguments: Option<&'a RawValue>,
+    #[serde(rename = "_meta", borrow)]
+    meta: Option<Meta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Meta<'a> {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow)]
+    protocol_version: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct AddArgs {
+    a: i64,
+    b: i64,
+}
+
+#[derive(Serialize)]
+struct Answer<'a, R: Serialize> {
+    jsonrpc: &'static str,
+    id: &'a RawValue,
+    result: R,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CallResult {
+    result_type: &'static str,
+    content: [Text; 1],
+    structured_content: Structured,
+    is_error: bool,
+}
+
+#[derive(Serialize)]
+struct Text {
+    r#type: &'static str,
+    text: String,
+}
+
+#[derive(Serialize)]
+struct Structured {
+    result: i64,
+}
+
+#[derive(Serialize)]
+struct Failure<'a> {
+    jsonrpc: &'static str,
+    id: Option<&'a RawValue>,
+    error: ErrorBody,
+}
+
+#[derive(Serialize)]
+struct ErrorBody {
+    code: i32,
+    message: String,
+}
+
+fn json(status: StatusCode, body: Vec<u8>) -> Response {
+    let mut response = (status, body).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+fn failure(status: StatusCode, id: Option<&RawValue>, code: i32, message: String) -> Response {
+    let body = serde_json::to_vec(&Failure {
+        jsonrpc: "2.0",
+        id,
+        error: ErrorBody { code, message },
+    })
+    .unwrap_or_default();
+    json(status, body)
+}
+
+fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers.get(name).and_then(|value| value.to_str().ok())
+}
+
+async fn mcp(headers: HeaderMap, body: Bytes) -> Response {
+    let bad = |id, code, message: String| failure(StatusCode::BAD_REQUEST, id, code, message);
+    if !header(&headers, "content-type").is_some_and(|v| v.starts_with("application/json")) {
+        return failure(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            None,
+            -32600,
+            "Content-Type must be application/json".into(),
+        );
+    }
+    if !header(&headers, "accept").is_some_and(|v| v.contains("application/json")) {
+        return failure(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            -32600,
+            "Accept must include application/json".into(),
+        );
+    }
+    if header(&headers, "mcp-protocol-version") != Some(PROTOCOL) {
+        return bad(None, -32600, "unsupported Mcp-Protocol-Version".into());
+    }
+    let envelope: Envelope = match serde_json::from_slice(&body) {
+        Ok(envelope) => envelope,
+        Err(error) => return bad(None, -32700, format!("Parse error: {error}")),
+    };
+    let id = Some(envelope.id);
+    if envelope.jsonrpc != "2.0" {
+        return bad(id, -32600, "jsonrpc must be \"2.0\"".into());
+    }
+    if header(&headers, "mcp-method") != Some(&*envelope.method) {
+        return bad(id, -32020, "Mcp-Method header does not match the body".into());
+    }
+    if envelope.method != "tools/call" {
+        return failure(
+            StatusCode::OK,
+            id,
+            -32601,
+            format!("Method not found: {}", envelope.method),
+        );
+    }
+    let Some(params) = envelope.params else {
+        return bad(id, -32602, "tools/call needs params".into());
+    };
+    let params: CallParams = match serde_json::from_str(params.get()) {
+        Ok(params) => params,
+        Err(error) => return bad(id, -32602, format!("Invalid params: {error}")),
+    };
+    if header(&headers, "mcp-name") != Some(&*params.name) {
+        return bad(id, -32020, "Mcp-Name header does not match the body".into());
+    }
+    let version = params.meta.and_then(|meta| meta.protocol_version);
+    if version.as_deref() != Some(PROTOCOL) {
+        return bad(id, -32602, "_meta protocol version missing or unsupported".into());
+    }
+    if params.name != "add" {
+        return failure(
+            StatusCode::OK,
+            id,
+            -32602,
+            format!("Unknown tool: {}", params.name),
+        );
+    }
+    let arguments = params.arguments.map_or("{}", RawValue::get);
+    let AddArgs { a, b } = match serde_json::from_str(arguments) {
+        Ok(arguments) => arguments,
+        Err(error) => return failure(StatusCode::OK, id, -32602, format!("Invalid arguments: {error}")),
+    };
+    let sum = a.saturating_add(b);
+    let body = serde_json::to_vec(&Answer {
+        jsonrpc: "2.0",
+        id: envelope.id,
+        result: CallResult {
+            result_type: "complete",
+            content: [Text {
+                r#type: "text",
+                text: sum.to_string(),
+            }],
+            structured_content: Structured { result: sum },
+            is_error: false,
+        },
+    })
+    .unwrap_or_default();
+    json(StatusCode::OK, body)
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let address = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.1:0".into());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(&address).await?;
+        eprintln!("listening on http://{}/mcp", listener.local_addr()?);
+        axum::serve(listener, Router::new().route("/mcp", post(mcp))).await?;
+        Ok(())
+    })
+}
