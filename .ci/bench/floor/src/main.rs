@@ -150,7 +150,11 @@ async fn mcp(headers: HeaderMap, body: Bytes) -> Response {
         return bad(id, -32600, "jsonrpc must be \"2.0\"".into());
     }
     if header(&headers, "mcp-method") != Some(&*envelope.method) {
-        return bad(id, -32020, "Mcp-Method header does not match the body".into());
+        return bad(
+            id,
+            -32020,
+            "Mcp-Method header does not match the body".into(),
+        );
     }
     if envelope.method != "tools/call" {
         return failure(
@@ -172,7 +176,11 @@ async fn mcp(headers: HeaderMap, body: Bytes) -> Response {
     }
     let version = params.meta.and_then(|meta| meta.protocol_version);
     if version.as_deref() != Some(PROTOCOL) {
-        return bad(id, -32602, "_meta protocol version missing or unsupported".into());
+        return bad(
+            id,
+            -32602,
+            "_meta protocol version missing or unsupported".into(),
+        );
     }
     if params.name != "add" {
         return failure(
@@ -185,7 +193,14 @@ async fn mcp(headers: HeaderMap, body: Bytes) -> Response {
     let arguments = params.arguments.map_or("{}", RawValue::get);
     let AddArgs { a, b } = match serde_json::from_str(arguments) {
         Ok(arguments) => arguments,
-        Err(error) => return failure(StatusCode::OK, id, -32602, format!("Invalid arguments: {error}")),
+        Err(error) => {
+            return failure(
+                StatusCode::OK,
+                id,
+                -32602,
+                format!("Invalid arguments: {error}"),
+            );
+        }
     };
     let sum = a.saturating_add(b);
     let body = serde_json::to_vec(&Answer {
