@@ -62,7 +62,7 @@ use super::{
     WorkerId, WriteAck, memory::whole_ms,
 };
 use crate::{ids, sealing};
-use reply::{corrupt, int, items, pairs, text, uint};
+use reply::{corrupt, int, items, pairs, take_text, text, uint};
 
 /// The message of a task failed because its worker was lost.
 ///
@@ -579,22 +579,23 @@ impl RedisBackend {
         worker: &WorkerId,
         row: Value,
     ) -> Result<Option<Claimed>, BackendError> {
-        let row = items(row, "claim")?;
+        let mut row = items(row, "claim")?;
         if row.len() < 11 {
             return Err(BackendError::Corrupt("a short claim row".to_owned()));
         }
-        let field = |i: usize| text(&row[i]);
-        let id = field(0).ok_or_else(|| corrupt("claim", &row[0]))?;
+        // Each text field is read once: its bytes are moved out of the reply, not copied.
+        let id = take_text(&mut row[0])
+            .ok_or_else(|| BackendError::Corrupt("a claim row without its task id".to_owned()))?;
         let lease = Lease {
             task: id.clone(),
             worker: worker.clone(),
             fence: uint(&row[1]).ok_or_else(|| corrupt("claim", &row[1]))?,
         };
-        let stored_owner = field(3).unwrap_or_default();
-        let tool = field(4).unwrap_or_default();
-        let version = field(5).filter(|v| !v.is_empty());
-        let stored_arguments = field(6).unwrap_or_else(|| "{}".to_owned());
-        let stored_context = field(7).unwrap_or_else(|| "{}".to_owned());
+        let stored_owner = take_text(&mut row[3]).unwrap_or_default();
+        let tool = take_text(&mut row[4]).unwrap_or_default();
+        let version = take_text(&mut row[5]).filter(|v| !v.is_empty());
+        let stored_arguments = take_text(&mut row[6]).unwrap_or_else(|| "{}".to_owned());
+        let stored_context = take_text(&mut row[7]).unwrap_or_else(|| "{}".to_owned());
         let binding = sealing::Binding {
             task: &id,
             owner: &stored_owner,
@@ -633,7 +634,7 @@ impl RedisBackend {
         // Answers exist only for a later round; a first run has none to read.
         let mut answers = InputResponses::new();
         if round > 1 {
-            for (key, answer) in pairs(row[10].clone(), "claim")? {
+            for (key, answer) in pairs(std::mem::replace(&mut row[10], Value::Nil), "claim")? {
                 answers.insert(key, parse_json(&answer, "answer")?);
             }
         }
@@ -648,7 +649,7 @@ impl RedisBackend {
                 .unwrap_or(1),
             round,
             responses: (round > 1).then_some(answers),
-            request_state: field(9),
+            request_state: take_text(&mut row[9]),
             lease,
         }))
     }

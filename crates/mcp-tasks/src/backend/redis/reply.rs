@@ -21,11 +21,29 @@ pub(super) fn text(value: &Value) -> Option<String> {
     }
 }
 
+/// Like [`text`], but takes a bulk string's bytes out of `value` instead of copying them
+/// (what is left is an empty string). For replies read field by field once.
+pub(super) fn take_text(value: &mut Value) -> Option<String> {
+    match value {
+        Value::BulkString(bytes) => {
+            let bytes = std::mem::take(bytes);
+            Some(
+                String::from_utf8(bytes).unwrap_or_else(|invalid| {
+                    String::from_utf8_lossy(invalid.as_bytes()).into_owned()
+                }),
+            )
+        }
+        other => text(other),
+    }
+}
+
 /// An integer, or a string holding one.
 pub(super) fn int(value: &Value) -> Option<i64> {
     match value {
         Value::Int(n) => Some(*n),
-        other => text(other)?.parse().ok(),
+        Value::BulkString(bytes) => std::str::from_utf8(bytes).ok()?.parse().ok(),
+        Value::SimpleString(text) => text.parse().ok(),
+        _ => None,
     }
 }
 
@@ -78,6 +96,15 @@ mod tests {
         let odd = Value::Array(vec![Value::BulkString(b"a".to_vec())]);
         assert!(pairs(odd, "t").is_err());
         assert_eq!(uint(&Value::BulkString(b"42".to_vec())), Some(42));
+        assert_eq!(int(&Value::SimpleString("-7".into())), Some(-7));
+        assert_eq!(int(&Value::BulkString(b"x".to_vec())), None);
+        let mut taken = Value::BulkString(b"abc".to_vec());
+        assert_eq!(take_text(&mut taken).as_deref(), Some("abc"));
+        assert_eq!(take_text(&mut Value::Nil), None);
+        assert_eq!(
+            take_text(&mut Value::BulkString(vec![b'a', 0xff])).as_deref(),
+            Some("a\u{fffd}")
+        );
         assert_eq!(text(&Value::Nil), None);
     }
 }
