@@ -26,6 +26,7 @@ pub(crate) struct ItemAttrs {
     pub requires: Vec<LitStr>,
     pub task: Option<TaskMode>,
     pub timeout_secs: Option<syn::LitInt>,
+    pub data: Vec<Expr>,
     pub read_only: Option<bool>,
     pub destructive: Option<bool>,
     pub idempotent: Option<bool>,
@@ -113,6 +114,10 @@ impl ItemAttrs {
                 tool_only("timeout_secs")?;
                 self.timeout_secs = Some(meta.value()?.parse()?);
             }
+            "data" => {
+                tool_only("data")?;
+                self.data.push(meta.value()?.parse()?);
+            }
             "read_only" | "destructive" | "idempotent" | "open_world" => {
                 tool_only(&key)?;
                 let value = flag(&meta)?;
@@ -127,7 +132,7 @@ impl ItemAttrs {
             _ => {
                 let known = match kind {
                     Kind::Tool => {
-                        "name, title, description, tags, version, requires, task, timeout_secs, read_only, destructive, idempotent, open_world"
+                        "name, title, description, tags, version, requires, task, timeout_secs, data, read_only, destructive, idempotent, open_world"
                     }
                     Kind::Resource => {
                         "uri, name, title, description, mime_type, tags, version, requires"

@@ -261,6 +261,9 @@ fn builders(
     if let Some(seconds) = &attrs.timeout_secs {
         out.extend(quote!(.timeout(::core::time::Duration::from_secs(#seconds))));
     }
+    for value in &attrs.data {
+        out.extend(quote!(.data(#value)));
+    }
     out
 }
 

@@ -36,8 +36,9 @@ mod params;
 /// Attributes, all optional: `name = "..."` (default: the function's name), `title`,
 /// `description` (default: the doc comment), `tags = ["a", "b"]`, `version = 2` or
 /// `"1.2"`, `requires = ["scope"]` (the caller's scopes), `task` or `task = "optional"` /
-/// `"required"` / `"forbidden"`, `timeout_secs = 30`, and the hints `read_only`,
-/// `destructive`, `idempotent`, `open_world` (bare, or `= false`).
+/// `"required"` / `"forbidden"`, `timeout_secs = 30`, `data = <expression>` (a typed value
+/// for an extension or a middleware, as `ToolDef::data`; repeatable, one per type), and the
+/// hints `read_only`, `destructive`, `idempotent`, `open_world` (bare, or `= false`).
 ///
 /// On a parameter: a doc comment (its description), `#[arg(description = "...", rename =
 /// "...", default)]`, or `#[extract]`

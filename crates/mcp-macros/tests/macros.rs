@@ -280,3 +280,29 @@ async fn resources_templates_and_prompts_come_from_functions() {
         "{got:?}"
     );
 }
+
+/// What a middleware of the user's reads from a tool's handle.
+#[derive(Clone, Debug, PartialEq)]
+struct Cost(u32);
+
+/// Another value of another type on the same tool.
+#[derive(Clone, Debug, PartialEq)]
+struct Owner(&'static str);
+
+/// Costs something.
+#[tool(data = Cost(3), data = Owner("billing"))]
+async fn priced() -> &'static str {
+    "paid"
+}
+
+#[test]
+fn data_attaches_typed_values_to_the_tool() {
+    let server = Server::new("s");
+    server.add_tool(priced).unwrap();
+    server.add_tool(ping).unwrap();
+    let tool = server.get_tool("priced", None).expect("the tool");
+    assert_eq!(tool.data::<Cost>(), Some(&Cost(3)));
+    assert_eq!(tool.data::<Owner>(), Some(&Owner("billing")));
+    let plain = server.get_tool("ping", None).expect("the tool");
+    assert_eq!(plain.data::<Cost>(), None);
+}

@@ -2,8 +2,9 @@
 
 /// What happens to a task whose worker was lost mid-run (its process died, or its lease
 /// lapsed): run the tool again from the start, or fail the task with "the worker running
-/// this task was lost". Attach it to a tool with [`ToolDef::data`](ferrymcp_core::ToolDef::data);
-/// without it, a tool annotated `idempotentHint: true` is run again and any other fails.
+/// this task was lost". Attach it to a tool with [`ToolDef::data`](ferrymcp_core::ToolDef::data)
+/// (with `#[tool]`: `#[tool(task, data = LostWorker::Fail)]`); without it, a tool annotated
+/// `idempotentHint: true` is run again and any other fails.
 ///
 /// ```
 /// use ferrymcp_core::{Server, ToolDef};
