@@ -26,7 +26,7 @@ pub fn fill_missing_task_name(headers: &mut http::HeaderMap, body: &[u8]) {
     let is_task_method = headers
         .get("mcp-method")
         .and_then(|method| method.to_str().ok())
-        .is_some_and(|method| matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel"));
+        .is_some_and(|method| crate::extension::METHODS.contains(&method));
     if !is_task_method || headers.contains_key(NAME) {
         return;
     }
