@@ -22,12 +22,7 @@ command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2
 
 work="$(mktemp -d)"
 pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+trap bench_cleanup EXIT
 
 cargo build --release --example demo
 target="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
@@ -46,25 +41,9 @@ done
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-# start NAME ARGS...: a demo on CPU 0; sets `url` and `${NAME}_pid`.
-start() {
-    local name="$1"
-    shift
-    taskset -c 0 "$demo" "$@" >"$work/$name.log" 2>&1 &
-    pids+=("$!")
-    printf -v "${name}_pid" '%s' "$!"
-    for _ in $(seq 1 300); do
-        grep -q '^listening on ' "$work/$name.log" && break
-        sleep 0.1
-    done
-    url="$(sed -n 's/^listening on //p' "$work/$name.log" | head -n1)"
-    [[ -n "$url" ]] || { echo "$name did not start:" >&2; cat "$work/$name.log" >&2; exit 1; }
-}
-
-start open --http 127.0.0.1:0
-open_url="$url"
+start_server open taskset -c 0 "$demo" --http 127.0.0.1:0
 port="$(free_port)"
-start auth --http "127.0.0.1:$port" --auth-issuer "$issuer" --auth-audience "http://127.0.0.1:$port/mcp"
+start_server auth taskset -c 0 "$demo" --http "127.0.0.1:$port" --auth-issuer "$issuer" --auth-audience "http://127.0.0.1:$port/mcp"
 auth_url="http://127.0.0.1:$port/mcp"
 token="$(curl -fsS -u client-a:secret-a -d grant_type=client_credentials \
     --data-urlencode "resource=$auth_url" "$issuer/token" |
@@ -73,18 +52,8 @@ token="$(curl -fsS -u client-a:secret-a -d grant_type=client_credentials \
 wrk_call_script "$work/open.lua"
 wrk_call_script "$work/auth.lua" "$token"
 
-for which in open auth; do
-    u="${which}_url"
-    extra=()
-    [[ $which == auth ]] && extra=(-H "authorization: Bearer $token")
-    answer="$(curl -s "${!u}" -H 'content-type: application/json' \
-        -H 'accept: application/json, text/event-stream' -H 'mcp-protocol-version: 2026-07-28' \
-        -H 'mcp-method: tools/call' -H 'mcp-name: add' "${extra[@]}" -d "$WRK_BODY")"
-    [[ "$answer" == *'"structuredContent":{"result":5}'* ]] || {
-        echo "$which does not answer add(2,3) with 5: $answer" >&2
-        exit 1
-    }
-done
+check_add open "$open_url"
+check_add auth "$auth_url" -H "authorization: Bearer $token"
 
 echo "machine: $(nproc) vCPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "open: $open_url; auth: $auth_url (issuer $issuer); 32 connections, ${seconds} s per run"

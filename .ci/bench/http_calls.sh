@@ -23,10 +23,8 @@ command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2
 work="$(mktemp -d)"
 pids=()
 cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
     git worktree remove --force "$work/before" 2>/dev/null || true
-    rm -rf "$work"
+    bench_cleanup
 }
 trap cleanup EXIT
 
@@ -40,40 +38,13 @@ fi
 cargo build --release --example demo
 after_target="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
 
-# Starts a demo binary on CPU 0 and sets `url` to the URL it announces (and `${name}_pid`).
-start() {
-    local name="$1" binary="$2"
-    taskset -c 0 "$binary" --http 127.0.0.1:0 >"$work/$name.log" 2>&1 &
-    pids+=("$!")
-    printf -v "${name}_pid" '%s' "$!"
-    url=""
-    for _ in $(seq 1 300); do
-        url="$(grep -o 'http://[0-9.:]*/mcp' "$work/$name.log" | head -n1 || true)"
-        [[ -n "$url" ]] && return
-        sleep 0.1
-    done
-    echo "$name did not announce its URL:" >&2
-    cat "$work/$name.log" >&2
-    exit 1
-}
-
-start before "$before_demo"
-before_url="$url"
-start after "$after_target/release/examples/demo"
-after_url="$url"
+start_server before taskset -c 0 "$before_demo" --http 127.0.0.1:0
+start_server after taskset -c 0 "$after_target/release/examples/demo" --http 127.0.0.1:0
 
 wrk_call_script "$work/call.lua"
 
-for which in before after; do
-    u="${which}_url"
-    answer="$(curl -s "${!u}" -H 'content-type: application/json' \
-        -H 'accept: application/json, text/event-stream' -H 'mcp-protocol-version: 2026-07-28' \
-        -H 'mcp-method: tools/call' -H 'mcp-name: add' -d "$WRK_BODY")"
-    [[ "$answer" == *'"structuredContent":{"result":5}'* ]] || {
-        echo "$which does not answer add(2,3) with 5: $answer" >&2
-        exit 1
-    }
-done
+check_add before "$before_url"
+check_add after "$after_url"
 
 echo "machine: $(nproc) vCPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "before: $before_rev ($before_url); after: working tree ($after_url); ${seconds} s per run"

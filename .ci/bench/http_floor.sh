@@ -28,48 +28,14 @@ cargo build --release --example demo
 
 work="$(mktemp -d)"
 pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+trap bench_cleanup EXIT
 
-# Starts a server on CPU 0 and sets `${name}_url` and `${name}_pid` from what it announces.
-start() {
-    local name="$1"
-    shift
-    taskset -c 0 "$@" >"$work/$name.log" 2>&1 &
-    pids+=("$!")
-    printf -v "${name}_pid" '%s' "$!"
-    local url=""
-    for _ in $(seq 1 300); do
-        url="$(grep -o 'http://[0-9.:]*/mcp' "$work/$name.log" | head -n1 || true)"
-        if [[ -n "$url" ]]; then
-            printf -v "${name}_url" '%s' "$url"
-            return
-        fi
-        sleep 0.1
-    done
-    echo "$name did not announce its URL:" >&2
-    cat "$work/$name.log" >&2
-    exit 1
-}
-
-start floor "$target/bench-floor/release/ferrymcp-bench-floor" 127.0.0.1:0
-start demo "$target/release/examples/demo" --http 127.0.0.1:0
+start_server floor taskset -c 0 "$target/bench-floor/release/ferrymcp-bench-floor" 127.0.0.1:0
+start_server demo taskset -c 0 "$target/release/examples/demo" --http 127.0.0.1:0
 
 wrk_call_script "$work/call.lua"
-for which in floor demo; do
-    u="${which}_url"
-    answer="$(curl -s "${!u}" -H 'content-type: application/json' \
-        -H 'accept: application/json, text/event-stream' -H 'mcp-protocol-version: 2026-07-28' \
-        -H 'mcp-method: tools/call' -H 'mcp-name: add' -d "$WRK_BODY")"
-    [[ "$answer" == *'"structuredContent":{"result":5}'* ]] || {
-        echo "$which does not answer add(2,3) with 5: $answer" >&2
-        exit 1
-    }
-done
+check_add floor "$floor_url"
+check_add demo "$demo_url"
 
 echo "machine: $(nproc) vCPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "floor: $floor_url; demo: working tree ($demo_url); ${seconds} s per run, $rounds rounds"

@@ -10,42 +10,20 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
+source "$root/.ci/bench/wrk.sh"
 cd "$root"
 cargo build --release --example demo --example proxy_load
 cargo build --release -p ferrymcp-proxy --features gateway --bin ferrymcp-gateway
 
 work="$(mktemp -d)"
 pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+trap bench_cleanup EXIT
 
-# Starts "$@" in the background (output to $work/$name.log) and sets `url` to the URL it
-# announces.
-start() {
-    local name="$1"
-    shift
-    "$@" >"$work/$name.log" 2>&1 &
-    pids+=("$!")
-    url=""
-    for _ in $(seq 1 300); do
-        url="$(grep -o 'http://[0-9.:]*/mcp' "$work/$name.log" | head -n1 || true)"
-        [[ -n "$url" ]] && return
-        sleep 0.1
-    done
-    echo "$name did not announce its URL:" >&2
-    cat "$work/$name.log" >&2
-    exit 1
-}
-
-start demo target/release/examples/demo --http 127.0.0.1:0
+start_server demo target/release/examples/demo --http 127.0.0.1:0
 upstream="$url"
 printf 'name = "gateway"\n\n[[upstream]]\nnamespace = "demo"\nurl = "%s"\n' "$upstream" \
     >"$work/gateway.toml"
-start gateway target/release/ferrymcp-gateway --config "$work/gateway.toml" --http 127.0.0.1:0
+start_server gateway target/release/ferrymcp-gateway --config "$work/gateway.toml" --http 127.0.0.1:0
 gateway="$url"
 
 echo "machine: $(nproc) vCPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,5 +1,6 @@
 # Shared by the HTTP bench scripts in this folder (sourced, not run): the wrk script of a
-# 2026-07-28 `tools/call add(2, 3)`, and one measured wrk run.
+# 2026-07-28 `tools/call add(2, 3)`, one measured wrk run, and starting, checking and stopping
+# the servers under test.
 
 # The JSON body of the call.
 WRK_BODY='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"wrk","version":"1"}}}}'
@@ -44,4 +45,48 @@ wrk_run() {
     cpu="$(awk -v t="$((after_ticks - before_ticks))" -v hz="$(getconf CLK_TCK)" -v n="$requests" \
         'BEGIN {printf "%.1f", t / hz * 1e6 / n}')"
     echo "$rps $p50 $cpu"
+}
+
+# bench_cleanup: stops the processes in `pids` and removes `work` (the scripts' EXIT trap).
+bench_cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+
+# start_server NAME COMMAND...: runs COMMAND in the background (output to $work/NAME.log,
+# its pid added to `pids`) and waits for the `http://.../mcp` URL it announces; sets `url`,
+# `${NAME}_url` and `${NAME}_pid`. Needs `work` and `pids` set.
+start_server() {
+    local name="$1"
+    shift
+    "$@" >"$work/$name.log" 2>&1 &
+    pids+=("$!")
+    printf -v "${name}_pid" '%s' "$!"
+    url=""
+    for _ in $(seq 1 300); do
+        url="$(grep -o 'http://[0-9.:]*/mcp' "$work/$name.log" | head -n1 || true)"
+        if [[ -n "$url" ]]; then
+            printf -v "${name}_url" '%s' "$url"
+            return
+        fi
+        sleep 0.1
+    done
+    echo "$name did not announce its URL:" >&2
+    cat "$work/$name.log" >&2
+    exit 1
+}
+
+# check_add NAME URL [CURL_ARGS...]: posts the call once and stops the script unless the
+# answer is add(2, 3) = 5.
+check_add() {
+    local name="$1" url="$2" answer
+    shift 2
+    answer="$(curl -s "$url" -H 'content-type: application/json' \
+        -H 'accept: application/json, text/event-stream' -H 'mcp-protocol-version: 2026-07-28' \
+        -H 'mcp-method: tools/call' -H 'mcp-name: add' "$@" -d "$WRK_BODY")"
+    [[ "$answer" == *'"structuredContent":{"result":5}'* ]] || {
+        echo "$name does not answer add(2,3) with 5: $answer" >&2
+        exit 1
+    }
 }
