@@ -64,7 +64,7 @@ for _ = 1, 64 do
     end
   end
 end
-if clock > was then NC.put('vc', int(clock)) end
+if clock > was then NC.put('vc', clock) end
 if #ids > 0 then
   redis.call('RPUSH', ck, unpack(ids))
   redis.call('PEXPIRE', ck, lease)

@@ -33,7 +33,15 @@ local function tkey(id) return P .. ':t:' .. id end
 --@ xkey
 -- The bucket of tasks expiring before `b_end`: `<caller tag>` how many of that caller's it
 -- holds, `f:<caller tag>` how many of them finished.
-local function xkey(b_end) return P .. ':x:' .. b_end end
+local XKEYS = {}
+local function xkey(b_end)
+  local key = XKEYS[b_end]
+  if not key then
+    key = P .. ':x:' .. b_end
+    XKEYS[b_end] = key
+  end
+  return key
+end
 --@ now_ms
 -- One time for the whole call: a script runs atomically, so one instant is right.
 local NOW = nil
@@ -45,14 +53,41 @@ local function now_ms()
   return NOW
 end
 --@ int
-local function int(n) return string.format('%d', n) end
+-- A whole number as Redis stores it. Formatting is costly in Lua, and the items of a batch
+-- format the same instants and deadlines again and again: each is formatted once per call.
+local INTS = {}
+local function int(n)
+  local text = INTS[n]
+  if not text then
+    text = string.format('%d', n)
+    INTS[n] = text
+  end
+  return text
+end
+--@ arg_num
+-- An argument's number: items of a batch repeat the same limits and durations, so each
+-- text is parsed once per call.
+local ARG_NUMS = {}
+local function arg_num(text)
+  local n = ARG_NUMS[text]
+  if n == nil then
+    n = tonumber(text) or false
+    ARG_NUMS[text] = n
+  end
+  return n or nil
+end
 --@ terminal
 local function terminal(st) return st == 'completed' or st == 'failed' or st == 'cancelled' end
+--@ bucket_end
+-- The end of the expiry bucket of a task expiring at `exp_ms` (a number).
+local function bucket_end(exp_ms)
+  return math.ceil(exp_ms / BUCKET_MS) * BUCKET_MS
+end
 --@ bucket_of
 -- The end of the expiry bucket of a task expiring at `exp` (ms, a string), or nil for none.
 local function bucket_of(exp)
   if not exp then return nil end
-  return int(math.ceil(tonumber(exp) / BUCKET_MS) * BUCKET_MS)
+  return int(bucket_end(tonumber(exp)))
 end
 --@ num
 local function num(text, default) return tonumber(text or '') or default end
@@ -67,9 +102,10 @@ end
 --@ NC
 -- The hash N, through this call's copy: each field is read at most once and every change
 -- is written once, at the end of the call (FLUSH), so the items of a batch see each
--- other's changes and share the reads and the write.
+-- other's changes and share the reads and the write. Every field of N is a whole number:
+-- the copy holds numbers, parsed once when read and formatted once when written.
 local NC = {values = {}, dirty = {}, gone = false}
--- The values of the fields `...`, in order (nil for an absent one).
+-- The numbers in the fields `...`, in order (nil for an absent one).
 function NC.get(...)
   local count = select('#', ...)
   local values = NC.values
@@ -88,13 +124,13 @@ function NC.get(...)
   end
   if missing then
     local got = redis.call('HMGET', N, unpack(missing))
-    for i, name in ipairs(missing) do values[name] = got[i] or false end
+    for i, name in ipairs(missing) do values[name] = tonumber(got[i] or '') or false end
   end
   -- The names' table becomes the values' (with holes for absent fields).
   for i = 1, count do names[i] = values[names[i]] or nil end
   return names
 end
--- Sets field `name` to `value` (a string; nil removes it).
+-- Sets field `name` to the number `value` (nil removes it).
 function NC.put(name, value)
   NC.values[name] = value or false
   NC.dirty[name] = true
@@ -109,7 +145,7 @@ FLUSH[#FLUSH + 1] = function()
   for name in pairs(NC.dirty) do
     if NC.values[name] then
       set[#set + 1] = name
-      set[#set + 1] = NC.values[name]
+      set[#set + 1] = int(NC.values[name])
     elseif not NC.gone then
       gone[#gone + 1] = name
     end
@@ -198,25 +234,35 @@ local function fresh(k)
   end
   return FRESH
 end
+--@ caller_fields
+-- The fields named after caller `cal`, made once per caller and call: in N its unfinished
+-- count `c:<cal>` and last start tag `t:<cal>`, in an expiry bucket its finished count
+-- `f:<cal>`.
+local CALLER_FIELDS = {}
+local function caller_fields(cal)
+  local fields = CALLER_FIELDS[cal]
+  if not fields then
+    fields = {'c:' .. cal, 't:' .. cal, 'f:' .. cal}
+    CALLER_FIELDS[cal] = fields
+  end
+  return fields[1], fields[2], fields[3]
+end
 --@ set_counts
--- Sets the counts `u`, `k` and caller `cal`'s `c`, with `more` fields (name, value...). A
--- caller with nothing unfinished is forgotten (its last tag is behind the clock), and the
--- whole hash when nothing is kept.
-local function set_counts(cal, u, k, c, more)
+-- Sets the counts `u`, `k` and caller `cal`'s `c`. A caller with nothing unfinished is
+-- forgotten (its last tag is behind the clock), and the whole hash when nothing is kept.
+local function set_counts(cal, u, k, c)
   if u <= 0 and k <= 0 then
     NC.drop()
     return
   end
-  NC.put('u', int(math.max(u, 0)))
-  NC.put('k', int(math.max(k, 0)))
-  if more then
-    for i = 1, #more, 2 do NC.put(more[i], more[i + 1]) end
-  end
+  NC.put('u', math.max(u, 0))
+  NC.put('k', math.max(k, 0))
+  local count, last = caller_fields(cal)
   if c > 0 then
-    NC.put('c:' .. cal, int(c))
+    NC.put(count, c)
   else
-    NC.put('c:' .. cal, nil)
-    NC.put('t:' .. cal, nil)
+    NC.put(count, nil)
+    NC.put(last, nil)
   end
 end
 --@ forget_expired
@@ -246,20 +292,21 @@ local function forget_expired(now, count)
       k = k - submitted
       if unfinished > 0 then
         u = u - unfinished
-        local c = num(NC.get('c:' .. cal)[1], 0) - unfinished
+        local count, last = caller_fields(cal)
+        local c = num(NC.get(count)[1], 0) - unfinished
         if c <= 0 then
-          NC.put('c:' .. cal, nil)
-          NC.put('t:' .. cal, nil)
+          NC.put(count, nil)
+          NC.put(last, nil)
         else
-          NC.put('c:' .. cal, int(c))
+          NC.put(count, c)
         end
       end
     end
     if u <= 0 and k <= 0 then
       NC.drop()
     else
-      NC.put('u', int(math.max(u, 0)))
-      NC.put('k', int(math.max(k, 0)))
+      NC.put('u', math.max(u, 0))
+      NC.put('k', math.max(k, 0))
     end
     redis.call('DEL', x)
     redis.call('ZREM', XB, b)
@@ -289,9 +336,10 @@ end
 -- Queues a new run of task `id` of caller `cal` fairly.
 local function enqueue(t, id, cal)
   cal = cal or ''
-  local n = NC.get('t:' .. cal, 'vc')
+  local _, last = caller_fields(cal)
+  local n = NC.get(last, 'vc')
   local tag = fair_tag(n[2], n[1])
-  NC.put('t:' .. cal, int(tag))
+  NC.put(last, tag)
   ZQ.add(R, tag, id)
   redis.call('HSET', t, 'msg', int(tag))
   wake(id)
@@ -314,10 +362,11 @@ local function finish(t, st, now, f, where, fields)
   if where.leased then ZQ.rem(L, id) end
   if where.held then ZQ.rem(S, id) end
   local cal = f[1] or ''
-  local n = NC.get('u', 'k', 'c:' .. cal)
+  local count, _, finished = caller_fields(cal)
+  local n = NC.get('u', 'k', count)
   set_counts(cal, num(n[1], 0) - 1, num(n[2], 0), num(n[3], 0) - 1)
   local b = bucket_of(f[2])
-  if b then BUMP.add(xkey(b), 'f:' .. cal, 1) end
+  if b then BUMP.add(xkey(b), finished, 1) end
   local set = {'st', st, 'up', int(now)}
   for _, v in ipairs(fields or {}) do set[#set + 1] = v end
   redis.call('HSET', t, unpack(set))

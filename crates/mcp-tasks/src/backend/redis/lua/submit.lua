@@ -14,9 +14,9 @@ elseif redis.call('EXISTS', t) == 1 then
 end
 local now = now_ms()
 local cal = A[11]
-local ckey, tagkey = 'c:' .. cal, 't:' .. cal
+local ckey, tagkey = caller_fields(cal)
 local n = NC.get('u', 'k', ckey, tagkey, 'vc', 'lb')
-local max_c, max_u, max_k = tonumber(A[13]), tonumber(A[14]), tonumber(A[15])
+local max_c, max_u, max_k = arg_num(A[13]), arg_num(A[14]), arg_num(A[15])
 if num(n[3], 0) >= max_c or num(n[1], 0) >= max_u or num(n[2], 0) >= max_k then
   -- Expired tasks leave the counts when the sweeper meets their expiry bucket, or here,
   -- before a count at its limit refuses.
@@ -32,14 +32,15 @@ local tag = fair_tag(n[5], n[4])
 -- Defaults are not stored: fence and attempt 0, round 1, updated when created.
 local fields = {'owner', A[3], 'tool', A[4], 'args', A[6], 'ctx', A[7], 'st', 'working',
   'cr', int(now), 'poll', A[9], 'max', A[10], 'cal', cal, 'msg', int(tag),
-  'hold', int(now + tonumber(A[12]))}
+  'hold', int(now + arg_num(A[12]))}
 if A[5] ~= '' then
   fields[#fields + 1] = 'ver'
   fields[#fields + 1] = A[5]
 end
-local exp = nil
+local exp, exp_ms = nil, nil
 if A[8] ~= '' then
-  exp = int(now + tonumber(A[8]))
+  exp_ms = now + arg_num(A[8])
+  exp = int(exp_ms)
   fields[#fields + 1] = 'ttl'
   fields[#fields + 1] = A[8]
   fields[#fields + 1] = 'exp'
@@ -48,17 +49,16 @@ end
 redis.call('HSET', t, unpack(fields))
 SEEN[id] = true
 if exp then redis.call('PEXPIREAT', t, exp) end
-local more = {tagkey, int(tag)}
-local b = bucket_of(exp)
-if b then
-  BUMP.add(xkey(b), cal, 1)
+set_counts(cal, num(n[1], 0) + 1, num(n[2], 0) + 1, num(n[3], 0) + 1)
+NC.put(tagkey, tag)
+if exp_ms then
+  local b = bucket_end(exp_ms)
+  BUMP.add(xkey(int(b)), cal, 1)
   if n[6] ~= b then
-    redis.call('ZADD', XB, b, b)
-    more[3] = 'lb'
-    more[4] = b
+    redis.call('ZADD', XB, int(b), int(b))
+    NC.put('lb', b)
   end
 end
-set_counts(cal, num(n[1], 0) + 1, num(n[2], 0) + 1, num(n[3], 0) + 1, more)
 -- Released by `release`, or once the hold's deadline passes (the submitting server died or
 -- its release failed): by the claim that meets it then, or by the sweeper if parked.
 ZQ.add(R, tag, id)
