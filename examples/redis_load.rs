@@ -256,14 +256,14 @@ impl TaskBackend for Reporting {
     async fn heartbeat(&self, leases: &[Lease]) -> Result<Vec<LeaseState>, BackendError> {
         self.inner.heartbeat(leases).await
     }
-    async fn complete(&self, lease: &Lease, result: Value) -> Result<WriteAck, BackendError> {
+    async fn complete(&self, lease: &Lease, result: &Value) -> Result<WriteAck, BackendError> {
         let ack = self.inner.complete(lease, result).await;
         if ack.is_ok() {
             self.completed.fetch_add(1, Ordering::Relaxed);
         }
         ack
     }
-    async fn fail(&self, lease: &Lease, error: Value) -> Result<WriteAck, BackendError> {
+    async fn fail(&self, lease: &Lease, error: &Value) -> Result<WriteAck, BackendError> {
         self.inner.fail(lease, error).await
     }
     async fn set_status_message(

@@ -687,16 +687,13 @@ async fn execute(root: &Server, backend: &Arc<dyn TaskBackend>, run: Claimed, he
     match outcome {
         Outcome::Complete(result) => {
             write_outcome(held, "recording a task result", || {
-                let (backend, lease, result) =
-                    (Arc::clone(&backend), lease.clone(), result.clone());
-                async move { backend.complete(&lease, result).await }
+                backend.complete(&lease, &result)
             })
             .await;
         }
         Outcome::Fail(error) => {
             write_outcome(held, "recording a task error", || {
-                let (backend, lease, error) = (Arc::clone(&backend), lease.clone(), error.clone());
-                async move { backend.fail(&lease, error).await }
+                backend.fail(&lease, &error)
             })
             .await;
         }

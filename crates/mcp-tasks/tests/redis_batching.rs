@@ -196,11 +196,8 @@ async fn completions_made_at_once_free_every_place_they_held() {
         runs.extend(claimed);
     }
     // Forty completions at once, in a few script calls: each leaves the counts.
-    let acks = join_all(
-        runs.iter()
-            .map(|run| backend.complete(&run.lease, serde_json::json!({}))),
-    )
-    .await;
+    let result = serde_json::json!({});
+    let acks = join_all(runs.iter().map(|run| backend.complete(&run.lease, &result))).await;
     for ack in acks {
         assert_eq!(ack.expect("complete"), WriteAck::Recorded);
     }

@@ -55,7 +55,7 @@ async fn scope1_a_flooding_caller_delays_another_by_at_most_one_run_slot() {
         let run = runs.into_iter().next().expect("work is left");
         assert_eq!(
             backend
-                .complete(&run.lease, json!({}))
+                .complete(&run.lease, &json!({}))
                 .await
                 .expect("complete"),
             WriteAck::Recorded
@@ -98,7 +98,7 @@ async fn the_scheduling_keys_hold_nothing_once_the_work_is_done() {
         assert!(!runs.is_empty(), "work is left");
         for run in runs {
             backend
-                .complete(&run.lease, json!({}))
+                .complete(&run.lease, &json!({}))
                 .await
                 .expect("complete");
             done += 1;

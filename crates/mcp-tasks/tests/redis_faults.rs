@@ -198,7 +198,7 @@ async fn scope2_a_claim_retried_under_its_id_hands_out_the_same_runs() {
     assert!(!leases(&first).contains(&other[0].lease));
     // A run that ended since is not handed out again.
     backend
-        .complete(&first[0].lease, json!({}))
+        .complete(&first[0].lease, &json!({}))
         .await
         .expect("complete");
     let after = backend
@@ -226,7 +226,7 @@ async fn scope2_worker_writes_are_safe_to_retry() {
     for expected in [WriteAck::Recorded, WriteAck::Terminal] {
         assert_eq!(
             backend
-                .complete(&done.lease, json!({"n": 1}))
+                .complete(&done.lease, &json!({"n": 1}))
                 .await
                 .expect("complete"),
             expected
@@ -298,7 +298,7 @@ async fn scope2_after_a_restart_with_aof_no_accepted_task_is_lost() {
         .expect("claim");
     assert_eq!(held.len(), 4);
     backend
-        .complete(&held[0].lease, json!({"before": true}))
+        .complete(&held[0].lease, &json!({"before": true}))
         .await
         .expect("complete");
 
@@ -320,7 +320,7 @@ async fn scope2_after_a_restart_with_aof_no_accepted_task_is_lost() {
     assert_eq!(view.map(|v| v.status), Some(TaskStatus::Working));
     assert_eq!(
         backend
-            .complete(&held[1].lease, json!({"after": true}))
+            .complete(&held[1].lease, &json!({"after": true}))
             .await
             .expect("complete after the restart"),
         WriteAck::Recorded

@@ -86,7 +86,7 @@ async fn over_the_per_caller_quota_a_submit_is_refused_stores_nothing_and_spares
     let run = runs.first().expect("a run");
     assert_eq!(
         backend
-            .complete(&run.lease, json!({}))
+            .complete(&run.lease, &json!({}))
             .await
             .expect("complete"),
         WriteAck::Recorded
@@ -167,7 +167,7 @@ async fn a_result_over_the_limit_fails_the_task_with_an_error_naming_the_limit()
     let result = json!({"content": [{"type": "text", "text": "y".repeat(1000)}]});
     assert_eq!(
         backend
-            .complete(&run.lease, result)
+            .complete(&run.lease, &result)
             .await
             .expect("complete"),
         WriteAck::Recorded

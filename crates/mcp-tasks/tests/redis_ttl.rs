@@ -97,13 +97,13 @@ async fn no_task_key_outlives_its_ttl() {
             match n % 5 {
                 0 => drop(
                     backend
-                        .complete(lease, json!({"content": []}))
+                        .complete(lease, &json!({"content": []}))
                         .await
                         .expect("complete"),
                 ),
                 1 => drop(
                     backend
-                        .fail(lease, json!({"code": -32603, "message": "no"}))
+                        .fail(lease, &json!({"code": -32603, "message": "no"}))
                         .await
                         .expect("fail"),
                 ),

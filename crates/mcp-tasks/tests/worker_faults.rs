@@ -110,7 +110,7 @@ impl TaskBackend for Faulty {
         }
         self.inner.heartbeat(leases).await
     }
-    async fn complete(&self, lease: &Lease, result: Value) -> Result<WriteAck, BackendError> {
+    async fn complete(&self, lease: &Lease, result: &Value) -> Result<WriteAck, BackendError> {
         self.maybe_hang().await;
         self.completes.fetch_add(1, Ordering::SeqCst);
         let failing = self
@@ -122,7 +122,7 @@ impl TaskBackend for Faulty {
         }
         self.inner.complete(lease, result).await
     }
-    async fn fail(&self, lease: &Lease, error: Value) -> Result<WriteAck, BackendError> {
+    async fn fail(&self, lease: &Lease, error: &Value) -> Result<WriteAck, BackendError> {
         self.maybe_hang().await;
         self.inner.fail(lease, error).await
     }

@@ -730,13 +730,13 @@ const CANCEL_REQUESTED: LeaseState = LeaseState::Held {
 async fn assert_writes<B: TaskBackend>(h: &Harness<B>, lease: &Lease, expected: WriteAck) {
     let complete = h
         .backend
-        .complete(lease, json!({"content": [], "isError": false}))
+        .complete(lease, &json!({"content": [], "isError": false}))
         .await
         .expect("complete");
     assert_eq!(complete, expected, "complete with {lease:?}");
     let fail = h
         .backend
-        .fail(lease, json!({"code": -32603, "message": "late"}))
+        .fail(lease, &json!({"code": -32603, "message": "late"}))
         .await
         .expect("fail");
     assert_eq!(fail, expected, "fail with {lease:?}");
@@ -1201,7 +1201,7 @@ pub async fn complete_is_terminal_and_keeps_the_result<B: TaskBackend>(h: &Harne
     let result = json!({"content": [{"type": "text", "text": "done"}], "isError": false});
     let ack = h
         .backend
-        .complete(&run.lease, result.clone())
+        .complete(&run.lease, &result)
         .await
         .expect("complete");
     assert_eq!(ack, WriteAck::Recorded);
@@ -1250,11 +1250,7 @@ pub async fn fail_is_terminal_and_keeps_the_error_and_its_message<B: TaskBackend
     let (task, run) = running(h, &owner, &WorkerId::new(), 1).await;
     let error =
         json!({"code": -32603, "message": "the upstream refused", "data": {"retry": false}});
-    let ack = h
-        .backend
-        .fail(&run.lease, error.clone())
-        .await
-        .expect("fail");
+    let ack = h.backend.fail(&run.lease, &error).await.expect("fail");
     assert_eq!(ack, WriteAck::Recorded);
     let failed = view(h, &owner, &task.id).await;
     assert_eq!(failed.status, TaskStatus::Failed);
@@ -1297,7 +1293,7 @@ pub async fn writes_with_a_stale_lease_are_lost<B: TaskBackend>(h: &Harness<B>) 
     assert_eq!(heartbeat(h, &run.lease).await, HELD);
     let ack = h
         .backend
-        .complete(&run.lease, json!({"ok": true}))
+        .complete(&run.lease, &json!({"ok": true}))
         .await
         .expect("complete");
     assert_eq!(ack, WriteAck::Recorded, "the current lease writes");
@@ -1348,7 +1344,7 @@ pub async fn request_input_parks_the_task_under_fresh_client_keys<B: TaskBackend
     claim_none(h, "release does not resume a task waiting for input").await;
     let late = h
         .backend
-        .complete(&run.lease, json!({"late": true}))
+        .complete(&run.lease, &json!({"late": true}))
         .await
         .expect("complete");
     assert_eq!(
@@ -1452,7 +1448,7 @@ pub async fn the_last_answer_queues_the_next_round_with_the_answers<B: TaskBacke
     claim_none(h, "one run per round").await;
     let ack = h
         .backend
-        .complete(&run.lease, json!({"ok": true}))
+        .complete(&run.lease, &json!({"ok": true}))
         .await
         .expect("complete");
     assert_eq!(ack, WriteAck::Recorded);
@@ -1519,7 +1515,7 @@ pub async fn a_replayed_last_answer_resumes_exactly_once<B: TaskBackend>(h: &Har
         claim_none(h, "no second run").await;
         let ack = h
             .backend
-            .complete(&claimed[0].lease, json!({}))
+            .complete(&claimed[0].lease, &json!({}))
             .await
             .expect("complete");
         assert_eq!(ack, WriteAck::Recorded);
@@ -1606,7 +1602,7 @@ pub async fn input_for_a_task_not_waiting_is_ignored<B: TaskBackend>(h: &Harness
     assert_eq!(heartbeat(h, &run.lease).await, HELD);
     let ack = h
         .backend
-        .complete(&run.lease, json!({"ok": true}))
+        .complete(&run.lease, &json!({"ok": true}))
         .await
         .expect("complete");
     assert_eq!(ack, WriteAck::Recorded);
@@ -1707,14 +1703,14 @@ pub async fn cancel_of_a_terminal_task_changes_nothing<B: TaskBackend>(h: &Harne
     let (completed, run) = running(h, &owner, &WorkerId::new(), 1).await;
     let ack = h
         .backend
-        .complete(&run.lease, json!({"ok": true}))
+        .complete(&run.lease, &json!({"ok": true}))
         .await
         .expect("complete");
     assert_eq!(ack, WriteAck::Recorded);
     let (failed, run) = running(h, &owner, &WorkerId::new(), 1).await;
     let ack = h
         .backend
-        .fail(&run.lease, json!({"code": -32603, "message": "no"}))
+        .fail(&run.lease, &json!({"code": -32603, "message": "no"}))
         .await
         .expect("fail");
     assert_eq!(ack, WriteAck::Recorded);
@@ -1820,7 +1816,7 @@ pub async fn complete_racing_cancel_records_one_outcome<B: TaskBackend>(h: &Harn
             );
             async move {
                 barrier.wait().await;
-                backend.complete(&lease, json!({"won": "complete"})).await
+                backend.complete(&lease, &json!({"won": "complete"})).await
             }
         });
         let canceller = tokio::spawn({
@@ -1898,7 +1894,7 @@ pub async fn changes_report_every_state_change<B: TaskBackend>(h: &Harness<B>) {
     let run = claim_one(h, &WorkerId::new()).await;
     drain(&mut changes);
     h.backend
-        .complete(&run.lease, json!({}))
+        .complete(&run.lease, &json!({}))
         .await
         .expect("complete");
     expect_change(&mut changes, &task.id, "complete").await;
@@ -1907,7 +1903,7 @@ pub async fn changes_report_every_state_change<B: TaskBackend>(h: &Harness<B>) {
     watch(h, &owner, &task.id).await;
     drain(&mut changes);
     h.backend
-        .fail(&run.lease, json!({"code": -32603, "message": "x"}))
+        .fail(&run.lease, &json!({"code": -32603, "message": "x"}))
         .await
         .expect("fail");
     expect_change(&mut changes, &task.id, "fail").await;
@@ -2051,7 +2047,7 @@ pub async fn a_lapsed_lease_is_redelivered_and_fences_out_the_old_worker<B: Task
     assert_eq!(heartbeat(h, &second.lease).await, HELD);
     let ack = h
         .backend
-        .complete(&second.lease, json!({"ok": true}))
+        .complete(&second.lease, &json!({"ok": true}))
         .await
         .expect("complete");
     assert_eq!(ack, WriteAck::Recorded);
@@ -2285,7 +2281,7 @@ pub async fn a_caller_over_its_quota_is_refused_and_nothing_is_stored<B: TaskBac
     submit(&h, &other).await;
     let ack = h
         .backend
-        .complete(&first.lease, json!({"content": [], "isError": false}))
+        .complete(&first.lease, &json!({"content": [], "isError": false}))
         .await
         .expect("complete");
     assert_eq!(ack, WriteAck::Recorded);
@@ -2310,7 +2306,7 @@ pub async fn the_kept_limit_counts_finished_tasks<B: TaskBackend>(h: &Harness<B>
     let (_, run) = running(&h, &owner, &WorkerId::new(), 1).await;
     let ack = h
         .backend
-        .complete(&run.lease, json!({"content": [], "isError": false}))
+        .complete(&run.lease, &json!({"content": [], "isError": false}))
         .await
         .expect("complete");
     assert_eq!(ack, WriteAck::Recorded);
@@ -2362,7 +2358,7 @@ pub async fn a_result_over_the_limit_fails_the_task_naming_the_limit<B: TaskBack
     let (task, run) = running(&exact, &owner, &WorkerId::new(), 1).await;
     let ack = exact
         .backend
-        .complete(&run.lease, result.clone())
+        .complete(&run.lease, &result)
         .await
         .expect("complete");
     assert_eq!(ack, WriteAck::Recorded);
@@ -2384,7 +2380,7 @@ pub async fn a_result_over_the_limit_fails_the_task_naming_the_limit<B: TaskBack
     let (task, run) = running(&under, &owner, &WorkerId::new(), 1).await;
     let ack = under
         .backend
-        .complete(&run.lease, result)
+        .complete(&run.lease, &result)
         .await
         .expect("complete");
     assert_eq!(ack, WriteAck::Recorded, "the task's end is recorded");
@@ -2396,7 +2392,7 @@ pub async fn a_result_over_the_limit_fails_the_task_naming_the_limit<B: TaskBack
 
     let (task, run) = running(&under, &owner, &WorkerId::new(), 1).await;
     let error = json!({"code": -32603, "message": "z".repeat(max)});
-    let ack = under.backend.fail(&run.lease, error).await.expect("fail");
+    let ack = under.backend.fail(&run.lease, &error).await.expect("fail");
     assert_eq!(ack, WriteAck::Recorded);
     let failed = view(&under, &owner, &task.id).await;
     assert_eq!(failed.status, TaskStatus::Failed);
@@ -2424,12 +2420,12 @@ pub async fn a_finished_task_frees_its_callers_slot<B: TaskBackend>(h: &Harness<
         match end {
             "complete" => {
                 let result = json!({"content": [], "isError": false});
-                let ack = h.backend.complete(lease, result).await.expect("complete");
+                let ack = h.backend.complete(lease, &result).await.expect("complete");
                 assert_eq!(ack, WriteAck::Recorded);
             }
             "fail" => {
                 let error = json!({"code": -32603, "message": "no"});
-                let ack = h.backend.fail(lease, error).await.expect("fail");
+                let ack = h.backend.fail(lease, &error).await.expect("fail");
                 assert_eq!(ack, WriteAck::Recorded);
             }
             "cancel" => {
@@ -2567,7 +2563,7 @@ pub async fn an_expired_task_frees_its_slots<B: TaskBackend>(h: &Harness<B>) {
     let run = claim_one(&h, &WorkerId::new()).await;
     let ack = h
         .backend
-        .complete(&run.lease, json!({"content": [], "isError": false}))
+        .complete(&run.lease, &json!({"content": [], "isError": false}))
         .await
         .expect("complete");
     assert_eq!(ack, WriteAck::Recorded);

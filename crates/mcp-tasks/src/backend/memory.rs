@@ -722,12 +722,12 @@ impl TaskBackend for MemoryBackend {
         Ok(states)
     }
 
-    async fn complete(&self, lease: &Lease, result: Value) -> Result<WriteAck, BackendError> {
-        self.finish_with(lease, &result, true)
+    async fn complete(&self, lease: &Lease, result: &Value) -> Result<WriteAck, BackendError> {
+        self.finish_with(lease, result, true)
     }
 
-    async fn fail(&self, lease: &Lease, error: Value) -> Result<WriteAck, BackendError> {
-        self.finish_with(lease, &error, false)
+    async fn fail(&self, lease: &Lease, error: &Value) -> Result<WriteAck, BackendError> {
+        self.finish_with(lease, error, false)
     }
 
     async fn set_status_message(

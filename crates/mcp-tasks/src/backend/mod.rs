@@ -309,7 +309,7 @@ pub fn caller_key(
 /// let worker = WorkerId::new();
 /// let claimed = backend.claim(&worker, 1, Duration::from_secs(1)).await?;
 /// assert_eq!(claimed[0].tool, "report");
-/// backend.complete(&claimed[0].lease, serde_json::json!({"content": []})).await?;
+/// backend.complete(&claimed[0].lease, &serde_json::json!({"content": []})).await?;
 ///
 /// // `tasks/get` sees the outcome.
 /// let task = backend.get(&owner, "t1").await?.expect("the task");
@@ -353,10 +353,10 @@ pub trait TaskBackend: Send + Sync + 'static {
     async fn heartbeat(&self, leases: &[Lease]) -> Result<Vec<LeaseState>, BackendError>;
 
     /// Records the run's `CallToolResult` (tool errors included): `completed`.
-    async fn complete(&self, lease: &Lease, result: Value) -> Result<WriteAck, BackendError>;
+    async fn complete(&self, lease: &Lease, result: &Value) -> Result<WriteAck, BackendError>;
 
     /// Records a JSON-RPC error: `failed`, with its message as the status message.
-    async fn fail(&self, lease: &Lease, error: Value) -> Result<WriteAck, BackendError>;
+    async fn fail(&self, lease: &Lease, error: &Value) -> Result<WriteAck, BackendError>;
 
     /// Sets the running task's `statusMessage` (how a tool's progress reports surface, since
     /// notifications after the task is created are forbidden). Fenced like every

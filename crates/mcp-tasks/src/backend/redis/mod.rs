@@ -249,18 +249,14 @@ fn memory_policy(info: &str) -> Option<&str> {
 /// The owner and context of an opened stored context (`{"owner", "context"}`), or why it
 /// is unusable.
 fn open_envelope(stored: &str) -> Result<(Owner, JsonObject), String> {
-    let unusable = || "the task's stored credentials are unreadable".to_owned();
-    let serde_json::Value::Object(mut stored) =
-        serde_json::from_str(stored).map_err(|_| unusable())?
-    else {
-        return Err(unusable());
-    };
-    match (stored.remove("owner"), stored.remove("context")) {
-        (Some(serde_json::Value::String(owner)), Some(serde_json::Value::Object(context))) => {
-            Ok((Owner(owner), context))
-        }
-        _ => Err(unusable()),
+    #[derive(serde::Deserialize)]
+    struct Envelope {
+        owner: String,
+        context: JsonObject,
     }
+    let envelope: Envelope = serde_json::from_str(stored)
+        .map_err(|_| "the task's stored credentials are unreadable".to_owned())?;
+    Ok((Owner(envelope.owner), envelope.context))
 }
 
 /// The lost-worker JSON-RPC error.
@@ -563,8 +559,9 @@ impl RedisBackend {
         };
         // Empty when the script claimed something.
         let last = text(&last).unwrap_or_default();
-        let mut claimed = Vec::new();
-        for run in items(runs, "claim")? {
+        let runs = items(runs, "claim")?;
+        let mut claimed = Vec::with_capacity(runs.len());
+        for run in runs {
             if let Some(run) = self.claimed(worker, run).await? {
                 claimed.push(run);
             }
@@ -624,7 +621,7 @@ impl RedisBackend {
                     "code": ferrymcp_types::codes::INTERNAL_ERROR,
                     "message": message,
                 });
-                self.fail(&lease, error).await?;
+                self.fail(&lease, &error).await?;
                 return Ok(None);
             }
         };
@@ -951,11 +948,11 @@ impl TaskBackend for RedisBackend {
     async fn complete(
         &self,
         lease: &Lease,
-        result: serde_json::Value,
+        result: &serde_json::Value,
     ) -> Result<WriteAck, BackendError> {
-        let result = to_json(&result);
+        let result = to_json(result);
         if result.len() > self.limits.max_result_bytes {
-            return self.fail(lease, self.too_large()).await;
+            return self.fail(lease, &self.too_large()).await;
         }
         self.write(lease, &["complete", &result]).await
     }
@@ -963,21 +960,23 @@ impl TaskBackend for RedisBackend {
     async fn fail(
         &self,
         lease: &Lease,
-        error: serde_json::Value,
+        error: &serde_json::Value,
     ) -> Result<WriteAck, BackendError> {
+        let mut stored = to_json(error);
+        let too_large;
         let mut error = error;
-        if to_json(&error).len() > self.limits.max_result_bytes {
-            error = self.too_large();
+        if stored.len() > self.limits.max_result_bytes {
+            too_large = self.too_large();
+            stored = to_json(&too_large);
+            error = &too_large;
         }
-        let message = error
-            .get("message")
-            .and_then(serde_json::Value::as_str)
-            .map(str::to_owned);
+        let message = error.get("message").and_then(serde_json::Value::as_str);
         let has_message = if message.is_some() { "1" } else { "0" };
-        let message = message.unwrap_or_default();
-        let error = to_json(&error);
-        self.write(lease, &["fail", &error, has_message, &message])
-            .await
+        self.write(
+            lease,
+            &["fail", &stored, has_message, message.unwrap_or_default()],
+        )
+        .await
     }
 
     async fn set_status_message(
