@@ -11,7 +11,7 @@
 //! |---|---|
 //! | submit | `submit` + `release` of `--tasks` tasks by `--callers` concurrent callers on one backend handle |
 //! | get | `--gets` sequential `get`s of stored tasks (p50, p99) |
-//! | drain, N workers | `--tasks` queued tasks, then N worker processes (Redis) or N `Worker`s in this process (memory), each `--concurrency` runs at once: from the moment all workers have started until the workers have recorded `--tasks` completions (Redis: each worker process reports its `complete`s that returned) or the tool has run `--tasks` times (memory); every task is then checked `completed`, untimed |
+//! | drain, N workers | `--tasks` queued tasks, then N worker processes (Redis) or N `Worker`s in this process (memory), each `--concurrency` runs at once: from the moment all workers have started until the queue has no unfinished task left (Redis: its count of unfinished tasks, which each `complete` decrements, read every 2 ms) or the tool has run `--tasks` times (memory); every task is then checked `completed`, untimed |
 //!
 //! The tool is `multiply(a, b) -> a * b`, run through the worker's whole path (claim, the
 //! tool call on its server, `complete`). Every task is checked `completed` at the end of a
@@ -25,11 +25,11 @@
 //! operation is a submitted task (`submit` + `release`), a `get`, or a completed task (the
 //! workers' claims, completions, heartbeats and idle blocking reads during the drain). What
 //! the readings themselves cost is measured once at the start and taken off. Only the
-//! public `TaskBackend` API is driven; nothing here depends on the engine's keys.
+//! public `TaskBackend` API is driven; the one key read is the queue's count of unfinished
+//! tasks, which times a drain on Redis.
 
 use std::{
     collections::BTreeMap,
-    io::Write as _,
     process::Stdio,
     sync::{
         Arc,
@@ -44,18 +44,15 @@ use ferrymcp::{
     tasks::{
         TasksConfig, Worker,
         backend::{
-            BackendError, CancelAck, Claimed, InputRound, Lease, LeaseState, NewTask, Owner,
-            TaskBackend, TaskLimits, TaskView, UpdateAck, WorkerEvent, WorkerId, WriteAck,
+            NewTask, Owner, TaskBackend, TaskLimits,
             memory::MemoryBackend,
             redis::{RedisBackend, RedisOptions},
         },
-        connect,
     },
-    types::{InputResponses, TaskStatus},
+    types::TaskStatus,
 };
 use futures::StreamExt as _;
 use serde::Deserialize;
-use serde_json::Value;
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio_util::sync::CancellationToken;
 
@@ -214,126 +211,12 @@ async fn all_completed(backend: &Arc<dyn TaskBackend>, ids: &[String]) -> Result
     Ok(())
 }
 
-/// The worker process's backend: the real one, plus a count of the `complete`s that
-/// returned, so the driver can tell when a drain is over without looking at the engine's
-/// keys. A count (one atomic add per completion) rather than a message per completion, so
-/// the report costs the worker next to nothing.
-struct Reporting {
-    inner: Arc<dyn TaskBackend>,
-    completed: Arc<AtomicUsize>,
-}
-
-#[async_trait::async_trait]
-impl TaskBackend for Reporting {
-    async fn submit(&self, task: NewTask) -> Result<TaskView, BackendError> {
-        self.inner.submit(task).await
-    }
-    async fn release(&self, owner: &Owner, id: &str) -> Result<(), BackendError> {
-        self.inner.release(owner, id).await
-    }
-    async fn get(&self, owner: &Owner, id: &str) -> Result<Option<TaskView>, BackendError> {
-        self.inner.get(owner, id).await
-    }
-    async fn deliver_input(
-        &self,
-        owner: &Owner,
-        id: &str,
-        responses: InputResponses,
-    ) -> Result<Option<UpdateAck>, BackendError> {
-        self.inner.deliver_input(owner, id, responses).await
-    }
-    async fn cancel(&self, owner: &Owner, id: &str) -> Result<Option<CancelAck>, BackendError> {
-        self.inner.cancel(owner, id).await
-    }
-    async fn claim(
-        &self,
-        worker: &WorkerId,
-        max: usize,
-        wait: Duration,
-    ) -> Result<Vec<Claimed>, BackendError> {
-        self.inner.claim(worker, max, wait).await
-    }
-    async fn heartbeat(&self, leases: &[Lease]) -> Result<Vec<LeaseState>, BackendError> {
-        self.inner.heartbeat(leases).await
-    }
-    async fn complete(&self, lease: &Lease, result: &Value) -> Result<WriteAck, BackendError> {
-        let ack = self.inner.complete(lease, result).await;
-        if ack.is_ok() {
-            self.completed.fetch_add(1, Ordering::Relaxed);
-        }
-        ack
-    }
-    async fn fail(&self, lease: &Lease, error: &Value) -> Result<WriteAck, BackendError> {
-        self.inner.fail(lease, error).await
-    }
-    async fn set_status_message(
-        &self,
-        lease: &Lease,
-        message: String,
-    ) -> Result<WriteAck, BackendError> {
-        self.inner.set_status_message(lease, message).await
-    }
-    async fn request_input(
-        &self,
-        lease: &Lease,
-        round: InputRound,
-    ) -> Result<WriteAck, BackendError> {
-        self.inner.request_input(lease, round).await
-    }
-    async fn hand_back(&self, lease: &Lease) -> Result<WriteAck, BackendError> {
-        self.inner.hand_back(lease).await
-    }
-    async fn expire(&self) -> Result<Duration, BackendError> {
-        self.inner.expire().await
-    }
-    fn events(
-        &self,
-        worker: &WorkerId,
-    ) -> Option<tokio::sync::mpsc::UnboundedReceiver<WorkerEvent>> {
-        self.inner.events(worker)
-    }
-    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
-        self.inner.changes()
-    }
-    async fn watch(&self, owner: &Owner, id: &str) -> Result<bool, BackendError> {
-        self.inner.watch(owner, id).await
-    }
-    fn lease(&self) -> Duration {
-        self.inner.lease()
-    }
-    fn sweeper_wakeup(&self) -> Option<Arc<tokio::sync::Notify>> {
-        self.inner.sweeper_wakeup()
-    }
-}
-
-/// A worker process: the worker `Worker::from_config` builds, on a backend that counts its
-/// completions; every millisecond in which some returned, a `completed N` line on stdout.
+/// A worker process: the worker `Worker::from_config` builds, as a deployment runs it.
 async fn run_worker_process(url: &str, concurrency: usize) -> Result<(), Error> {
     let config = TasksConfig::default()
         .with_url(url)
         .with_concurrency(concurrency);
-    let connected = connect(&config).await?;
-    let completed = Arc::new(AtomicUsize::new(0));
-    let backend = Arc::new(Reporting {
-        inner: Arc::clone(&connected.backend),
-        completed: Arc::clone(&completed),
-    });
-    let worker = Worker::new(tool_server(Arc::default())?, backend)
-        .with_concurrency(config.concurrency)
-        .with_heartbeat(connected.heartbeat())
-        .with_grace(Duration::from_secs(30))
-        .with_sweeper(true);
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_millis(1));
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            let n = completed.swap(0, Ordering::Relaxed);
-            if n > 0 && writeln!(std::io::stdout().lock(), "completed {n}").is_err() {
-                return;
-            }
-        }
-    });
+    let worker = Worker::from_config(tool_server(Arc::default())?, &config).await?;
     eprintln!("ready");
     worker.run_until_signal().await;
     Ok(())
@@ -498,11 +381,15 @@ async fn drain_redis(
         .await?,
     );
     let (ids, _) = submit_all(&backend, cli.tasks, cli.callers).await?;
+    // The queue's counts (see the Redis scripts' prelude): `u` is its unfinished tasks.
+    let counts = format!(
+        "{}:n",
+        RedisOptions::default().from_url(&url)?.1.key_prefix()
+    );
     let (before, cpu_clock) = (read_redis(redis).await?, Instant::now());
     let exe = std::env::current_exe()?;
     let mut children = Vec::new();
     let mut ready = Vec::new();
-    let (reports, mut completions) = tokio::sync::mpsc::unbounded_channel::<usize>();
     for _ in 0..workers {
         let mut child = tokio::process::Command::new(&exe)
             .args([
@@ -511,12 +398,10 @@ async fn drain_redis(
                 "--concurrency",
                 &cli.concurrency.to_string(),
             ])
-            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()?;
         let stderr = child.stderr.take().ok_or("no stderr")?;
-        let stdout = child.stdout.take().ok_or("no stdout")?;
         let mut lines = BufReader::new(stderr).lines();
         ready.push(tokio::spawn(async move {
             while let Ok(Some(line)) = lines.next_line().await {
@@ -528,32 +413,27 @@ async fn drain_redis(
             }
             Instant::now()
         }));
-        let reports = reports.clone();
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(stdout).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                if let Some(n) = line.strip_prefix("completed ").and_then(|n| n.parse().ok()) {
-                    let _ = reports.send(n);
-                }
-            }
-        });
         children.push(child);
     }
-    drop(reports);
     let mut started = None::<Instant>;
     for handle in ready {
         let at = handle.await?;
         started = Some(started.map_or(at, |s| s.max(at)));
     }
     let started = started.ok_or("no worker")?;
-    // Timed on the workers' completions: a drain is over when every task's `complete` has
-    // returned in some worker.
-    let mut done = 0;
-    while done < cli.tasks {
-        match completions.recv().await {
-            Some(n) => done += n,
-            None => return Err(format!("the workers stopped after {done} completions").into()),
+    // Timed on the queue's count of unfinished tasks, which each `complete` decrements (or
+    // removes, with the counts' hash, when nothing is left): read every 2 ms, as the engine
+    // before the fair queue was timed on its stream's length.
+    loop {
+        let left: Option<u64> = redis::cmd("HGET")
+            .arg(&counts)
+            .arg("u")
+            .query_async(redis)
+            .await?;
+        if left.unwrap_or(0) == 0 {
+            break;
         }
+        tokio::time::sleep(Duration::from_millis(2)).await;
     }
     let elapsed = started.elapsed().as_secs_f64();
     let after = read_redis(redis).await?;
