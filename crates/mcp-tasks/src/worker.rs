@@ -408,7 +408,9 @@ impl Worker {
                 jobs.spawn(
                     async move {
                         let task = run.lease.task.clone();
-                        execute(&root, &backend, run, &held).await;
+                        // Boxed: the run's state (a few KiB, with the tool call's) is then
+                        // not copied as the task is spawned, polled and finished.
+                        Box::pin(execute(&root, &backend, run, &held)).await;
                         lock(&running).remove(&task);
                         drop(permit);
                     }

@@ -41,13 +41,26 @@ pub(super) struct Target {
 }
 
 impl Target {
-    /// Runs `script` once with these items, each its own arguments; one reply per item.
+    /// Runs `script` once with these items, each its own arguments, after the arguments
+    /// every item shares (`shared`, sent once); one reply per item.
     pub(super) async fn run_items(
         &self,
         script: &Script,
+        shared: &[String],
         calls: &[Vec<String>],
     ) -> Result<Vec<Result<Value, BackendError>>, BackendError> {
-        let mut command = self.command(script);
+        // Sized up front: a batch's arguments are copied into the command once.
+        let count = 6 + shared.len() + calls.iter().map(|args| args.len() + 1).sum::<usize>();
+        let bytes = self.key.len()
+            + self.prefix.len()
+            + 64
+            + size(shared)
+            + calls.iter().map(|args| size(args) + 4).sum::<usize>();
+        let mut command = self.command_with_capacity(script, count, bytes);
+        command.arg(shared.len());
+        for arg in shared {
+            command.arg(arg.as_str());
+        }
         for args in calls {
             command.arg(args.len());
             for arg in args {
@@ -75,8 +88,14 @@ impl Target {
     /// that routes it to the node of the queue's slot, where all its keys live) and the
     /// prefix. Built as one command, whose arguments share one buffer.
     fn command(&self, script: &Script) -> redis::Cmd {
-        let mut command = redis::cmd("EVALSHA");
+        self.command_with_capacity(script, 0, 0)
+    }
+
+    /// [`Self::command`], its buffers sized for `count` arguments of `bytes` bytes in all.
+    fn command_with_capacity(&self, script: &Script, count: usize, bytes: usize) -> redis::Cmd {
+        let mut command = redis::Cmd::with_capacity(count, bytes);
         command
+            .arg("EVALSHA")
             .arg(script.get_hash())
             .arg(1)
             .arg(&self.key)
@@ -150,6 +169,8 @@ struct State {
 struct Group {
     script: Script,
     target: Target,
+    /// The arguments every call of this group shares, sent once per batch.
+    shared: Vec<String>,
     state: Mutex<State>,
 }
 
@@ -163,12 +184,14 @@ pub(super) struct Batcher {
 }
 
 impl Batcher {
-    /// The group commit of `script`, sent to `target`.
-    pub(super) fn new(script: Script, target: Target) -> Self {
+    /// The group commit of `script`, sent to `target`, each batch with the arguments all
+    /// its calls share (`shared`: what is the same for every call of this backend).
+    pub(super) fn new(script: Script, target: Target, shared: Vec<String>) -> Self {
         Self {
             shared: Arc::new(Group {
                 script,
                 target,
+                shared,
                 state: Mutex::new(State::default()),
             }),
         }
@@ -214,7 +237,7 @@ impl Batcher {
             let mut replies = self
                 .shared
                 .target
-                .run_items(&self.shared.script, &calls)
+                .run_items(&self.shared.script, &self.shared.shared, &calls)
                 .await?;
             drop(slot);
             return replies.pop().unwrap_or_else(|| {
@@ -321,7 +344,11 @@ fn size(args: &[String]) -> usize {
 async fn send(batch: Vec<Call>, slot: Slot) {
     let (args, replies): (Vec<_>, Vec<_>) = batch.into_iter().map(|c| (c.args, c.reply)).unzip();
     let shared = Arc::clone(&slot.0);
-    match shared.target.run_items(&shared.script, &args).await {
+    match shared
+        .target
+        .run_items(&shared.script, &shared.shared, &args)
+        .await
+    {
         Ok(answers) => {
             for (reply, answer) in replies.into_iter().zip(answers) {
                 let _ = reply.send(answer);

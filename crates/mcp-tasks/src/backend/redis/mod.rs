@@ -169,12 +169,27 @@ struct Batchers {
 }
 
 impl Batchers {
-    fn start(scripts: &scripts::Scripts, target: &batch::Target) -> Self {
-        let start = |script: &redis::Script| batch::Batcher::new(script.clone(), target.clone());
+    /// The batchers of a backend whose lease is `lease` and limits `limits`: a submit's
+    /// release deadline and limits are the same for all its calls, so they go once per batch.
+    fn start(
+        scripts: &scripts::Scripts,
+        target: &batch::Target,
+        lease: Duration,
+        limits: &TaskLimits,
+    ) -> Self {
+        let start = |script: &redis::Script, shared: Vec<String>| {
+            batch::Batcher::new(script.clone(), target.clone(), shared)
+        };
+        let submit_shared = vec![
+            whole_ms(lease * RELEASE_AFTER_LEASES).max(1).to_string(),
+            limits.max_tasks_per_caller.to_string(),
+            limits.max_tasks.to_string(),
+            limits.max_kept.to_string(),
+        ];
         Self {
-            submit: start(&scripts.submit),
-            release: start(&scripts.release),
-            write: start(&scripts.write),
+            submit: start(&scripts.submit, submit_shared),
+            release: start(&scripts.release, Vec::new()),
+            write: start(&scripts.write, Vec::new()),
         }
     }
 }
@@ -323,7 +338,7 @@ impl RedisBackend {
             prefix: prefix.clone(),
         };
         let scripts = scripts::Scripts::new();
-        let batchers = Batchers::start(&scripts, &target);
+        let batchers = Batchers::start(&scripts, &target, options.lease, &options.limits);
         Self::check_memory_policy(&mut conn, &shown).await?;
         let feed = events::Feed::new(&prefix);
         let stop = CancellationToken::new();
@@ -432,7 +447,7 @@ impl RedisBackend {
 
     /// Runs a script. Its Lua is loaded again when Redis lost it (a restart, `SCRIPT FLUSH`).
     async fn run(&self, script: &redis::Script, args: &[&str]) -> Result<Value, BackendError> {
-        let mut replies = self.target.run_items(script, &[owned(args)]).await?;
+        let mut replies = self.target.run_items(script, &[], &[owned(args)]).await?;
         replies.pop().unwrap_or_else(|| {
             Err(BackendError::Corrupt(
                 "a script answered nothing".to_owned(),
@@ -721,12 +736,6 @@ impl TaskBackend for RedisBackend {
         };
         let context = self.seal_context(&binding, &task.owner, &task.context);
         let caller = self.tag(&task.caller);
-        let release_ms = whole_ms(self.lease * RELEASE_AFTER_LEASES)
-            .max(1)
-            .to_string();
-        let max_per_caller = self.limits.max_tasks_per_caller.to_string();
-        let max_tasks = self.limits.max_tasks.to_string();
-        let max_kept = self.limits.max_kept.to_string();
         let ttl_arg = ttl.map(|ms| ms.to_string()).unwrap_or_default();
         let version = task.version.clone().unwrap_or_default();
         let reply = self
@@ -743,10 +752,6 @@ impl TaskBackend for RedisBackend {
                     &poll.to_string(),
                     &task.max_attempts.max(1).to_string(),
                     &caller,
-                    &release_ms,
-                    &max_per_caller,
-                    &max_tasks,
-                    &max_kept,
                 ],
             )
             .await?;

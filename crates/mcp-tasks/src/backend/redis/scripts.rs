@@ -3,7 +3,8 @@
 //! (`lua/batch.lua`); `redis::Script` runs it by `EVALSHA` and loads it on `NOSCRIPT`.
 //!
 //! A body names its item's arguments `A[k]` (`A[2]` the first) and their end `#A`; they
-//! become `ARGV[o + k]` and `An`, so no item's arguments are copied.
+//! become `ARGV[o + k]` and `An`, so no item's arguments are copied. What all items of a
+//! call share (a backend's limits, say) is sent once, as `ARGV[3]` onwards.
 
 use redis::Script;
 

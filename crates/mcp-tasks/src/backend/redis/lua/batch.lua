@@ -1,10 +1,11 @@
 -- Appended to every script: runs `one` for each item of the call, in order. ARGV: prefix,
--- then per item its argument count and its arguments. Returns {replies, errors}: one reply
+-- the count h of the arguments all items share, those h arguments (ARGV[3] .. ARGV[2 + h],
+-- read by the body as they are), then per item its argument count and its arguments. Returns {replies, errors}: one reply
 -- per item, and (item number, message) for each item whose run raised an error (its reply
 -- is then false; the other items are not affected).
 local out = {}
 local errors = {}
-local i = 2
+local i = 3 + tonumber(ARGV[2])
 local total = #ARGV
 while i <= total do
   local n = tonumber(ARGV[i])

@@ -221,7 +221,7 @@ local SEEN = {}
 local function fresh(k)
   if FRESH == nil then
     local keys = {}
-    local i = 2
+    local i = 3 + tonumber(ARGV[2])
     while i <= #ARGV do
       keys[#keys + 1] = tkey(ARGV[i - 1 + k])
       i = i + tonumber(ARGV[i]) + 1

@@ -1,6 +1,6 @@
 -- A: prefix, id, owner tag, tool, version ('' none), args, ctx, ttl_ms ('' none), poll_ms,
--- max_attempts, caller tag, release deadline (ms after now), max unfinished per caller, max
--- unfinished, max kept. Returns {creation time (Unix ms), start tag of the first run}; -1
+-- max_attempts, caller tag. Shared by the call's items (ARGV[3] ..): the release deadline
+-- (ms after now), max unfinished per caller, max unfinished, max kept. Returns {creation time (Unix ms), start tag of the first run}; -1
 -- when the id is taken; -2, -3, -4 when the caller's, everybody's unfinished, or the kept
 -- tasks are at their limit (then nothing is stored). The first run is queued now, at its
 -- fair place, but held (field `hold`: until when) until `release`: a claim that meets it
@@ -16,7 +16,7 @@ local now = now_ms()
 local cal = A[11]
 local ckey, tagkey = caller_fields(cal)
 local n = NC.get('u', 'k', ckey, tagkey, 'vc', 'lb')
-local max_c, max_u, max_k = arg_num(A[13]), arg_num(A[14]), arg_num(A[15])
+local max_c, max_u, max_k = arg_num(ARGV[4]), arg_num(ARGV[5]), arg_num(ARGV[6])
 if num(n[3], 0) >= max_c or num(n[1], 0) >= max_u or num(n[2], 0) >= max_k then
   -- Expired tasks leave the counts when the sweeper meets their expiry bucket, or here,
   -- before a count at its limit refuses.
@@ -32,7 +32,7 @@ local tag = fair_tag(n[5], n[4])
 -- Defaults are not stored: fence and attempt 0, round 1, updated when created.
 local fields = {'owner', A[3], 'tool', A[4], 'args', A[6], 'ctx', A[7], 'st', 'working',
   'cr', int(now), 'poll', A[9], 'max', A[10], 'cal', cal, 'msg', int(tag),
-  'hold', int(now + arg_num(A[12]))}
+  'hold', int(now + arg_num(ARGV[3]))}
 if A[5] ~= '' then
   fields[#fields + 1] = 'ver'
   fields[#fields + 1] = A[5]
