@@ -400,25 +400,30 @@ async fn issue12_over_max_connections_gets_503_and_new_ones_are_served_once_othe
         .expect("no connection was served after the held ones closed");
 }
 
+/// A server whose tool `hold` signals each entry on the receiver, then waits for a permit
+/// of the semaphore and answers `"released"`.
+fn holding_server() -> (Server, Arc<Semaphore>, mpsc::UnboundedReceiver<()>) {
+    let gate = Arc::new(Semaphore::new(0));
+    let (entered, entries) = mpsc::unbounded_channel::<()>();
+    let server = Server::new("s");
+    let held = gate.clone();
+    server
+        .add_tool(ToolDef::new("hold", move || {
+            let gate = held.clone();
+            let entered = entered.clone();
+            async move {
+                let _ = entered.send(());
+                let _ = gate.acquire().await.map(|permit| permit.forget());
+                "released"
+            }
+        }))
+        .expect("tool");
+    (server, gate, entries)
+}
+
 #[tokio::test]
 async fn issue12_over_max_in_flight_gets_503_retry_after_and_calls_succeed_after_release() {
-    let gate = Arc::new(Semaphore::new(0));
-    let (entered, mut entries) = mpsc::unbounded_channel::<()>();
-    let server = Server::new("s");
-    {
-        let gate = gate.clone();
-        server
-            .add_tool(ToolDef::new("hold", move || {
-                let gate = gate.clone();
-                let entered = entered.clone();
-                async move {
-                    let _ = entered.send(());
-                    let _ = gate.acquire().await.map(|permit| permit.forget());
-                    "released"
-                }
-            }))
-            .expect("tool");
-    }
+    let (server, gate, mut entries) = holding_server();
     let up = serve(server, HttpConfig::new().max_in_flight(2)).await;
     let held: Vec<_> = (0..2)
         .map(|_| tokio::spawn(call(&up.url, "hold").send()))
@@ -603,4 +608,91 @@ async fn issue12_user_layers_and_routes_are_served_by_http_server() {
         .expect("GET");
     assert_eq!(health.status(), 200);
     assert_eq!(health.text().await.expect("text"), "ok");
+}
+
+/// The JSON-RPC messages in an SSE body (or the body itself when it is JSON).
+async fn messages_of(response: reqwest::Response) -> Vec<Value> {
+    let body = tokio::time::timeout(ENDS_WITHIN, response.text())
+        .await
+        .expect("the body ended")
+        .expect("a body");
+    if let Ok(message) = serde_json::from_str::<Value>(&body) {
+        return vec![message];
+    }
+    body.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str(data.trim()).ok())
+        .collect()
+}
+
+/// rmcp routes a session's answers by request id, so a second request under an id still
+/// being answered would take the first one's place, and the first POST would wait forever.
+/// The second is refused on its own stream; the first is answered; the id is free again.
+#[tokio::test]
+async fn issue12_a_session_request_reusing_an_id_in_flight_is_refused_and_the_first_answered() {
+    let (server, gate, mut entries) = holding_server();
+    let up = serve(server, HttpConfig::new()).await;
+    let opened = post(&up.url, INITIALIZE).send().await.expect("POST");
+    let session = opened
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .expect("a session id")
+        .to_owned();
+    let in_session = |body: String| {
+        post(&up.url, body)
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-11-25")
+    };
+    let initialized =
+        in_session(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string())
+            .send()
+            .await
+            .expect("POST");
+    assert_eq!(initialized.status(), 202);
+    let hold = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "hold", "arguments": {}}})
+    .to_string();
+
+    let first = tokio::spawn(in_session(hold.clone()).send());
+    entries
+        .recv()
+        .await
+        .expect("the first call entered the tool");
+    let second = tokio::time::timeout(ENDS_WITHIN, in_session(hold.clone()).send())
+        .await
+        .expect("the second call was not answered")
+        .expect("POST");
+    let refused = messages_of(second).await;
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0]["id"], 2, "{refused:?}");
+    assert_eq!(refused[0]["error"]["code"], -32600, "{refused:?}");
+    let message = refused[0]["error"]["message"].as_str().expect("a message");
+    assert!(message.contains("already in use"), "{message}");
+
+    gate.add_permits(2);
+    let first = tokio::time::timeout(ENDS_WITHIN, first)
+        .await
+        .expect("the first call was not answered")
+        .expect("task")
+        .expect("POST");
+    let answered = messages_of(first).await;
+    assert!(
+        answered
+            .iter()
+            .any(|m| m["id"] == 2 && m["result"]["content"][0]["text"] == "released"),
+        "{answered:?}"
+    );
+
+    let again = tokio::time::timeout(ENDS_WITHIN, in_session(hold).send())
+        .await
+        .expect("the id was not free again")
+        .expect("POST");
+    let answered = messages_of(again).await;
+    assert!(
+        answered
+            .iter()
+            .any(|m| m["id"] == 2 && m["result"]["content"][0]["text"] == "released"),
+        "{answered:?}"
+    );
 }

@@ -377,3 +377,65 @@ async fn issue12_stdio_eof_abandons_a_request_running_past_the_drain_grace() {
         "the abandoned call got no answer: {rest}"
     );
 }
+
+/// The answers up to and including the one with `id`, skipping progress notifications.
+async fn answer_to(demo: &mut Demo, id: i64) -> Value {
+    loop {
+        let answer = demo.answer().await;
+        if answer["method"] == "notifications/progress" {
+            continue;
+        }
+        assert_eq!(answer["id"], id, "answers come in order here: {answer}");
+        return answer;
+    }
+}
+
+/// rmcp's serve loop keys requests by id, so a second request under an id still in flight
+/// would take the first one's place and one of the two answers would be lost. The second
+/// is refused instead, the first goes on, and an id is free again once it is answered.
+#[tokio::test]
+async fn issue12_stdio_a_request_reusing_an_id_in_flight_is_refused_and_the_first_goes_on() {
+    for modern in [false, true] {
+        let mut demo = Demo::spawn(&["--stdio"]);
+        let request = |id, name, arguments| {
+            if modern {
+                modern_call(id, name, arguments)
+            } else {
+                call(id, name, arguments)
+            }
+        };
+        if !modern {
+            demo.send(initialize(1)).await;
+            assert_eq!(demo.answer().await["id"], 1);
+        }
+        demo.send(request(2, "sleep_task", json!({"seconds": 60})))
+            .await;
+        demo.send(request(2, "add", json!({"a": 1, "b": 2}))).await;
+        let refused = answer_to(&mut demo, 2).await;
+        assert_valid(Spec::Mcp, "JSONRPCErrorResponse", &refused);
+        assert_eq!(refused["error"]["code"], -32600, "{refused}");
+        let message = refused["error"]["message"].as_str().expect("a message");
+        assert!(message.contains("already in use"), "{message}");
+
+        // The first is still running: another call overtakes it.
+        demo.send(request(3, "add", json!({"a": 2, "b": 2}))).await;
+        assert_eq!(text_of(&answer_to(&mut demo, 3).await), "4");
+
+        // An id is free again once its request is answered.
+        demo.send(request(3, "add", json!({"a": 2, "b": 3}))).await;
+        assert_eq!(text_of(&answer_to(&mut demo, 3).await), "5");
+
+        // The first, cancelled, gets no answer.
+        demo.send(
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 2, "reason": "test"}}),
+        )
+        .await;
+        let (rest, status) = demo.hang_up().await;
+        assert!(
+            rest.iter().all(|m| m.get("id").is_none()),
+            "nothing else is answered: {rest:?}"
+        );
+        assert!(status.success(), "{status}");
+    }
+}

@@ -19,7 +19,7 @@
 //! kept in `self`.
 
 use std::{
-    collections::HashMap,
+    collections::HashSet,
     io,
     sync::{Arc, Mutex, PoisonError},
     time::Duration,
@@ -53,7 +53,7 @@ enum Lifecycle {
 }
 
 /// What is still owed to the client: answers to the requests forwarded (by id), and
-/// answers to bad lines being written.
+/// answers being written.
 #[derive(Default)]
 struct InFlight {
     owed: Mutex<Owed>,
@@ -62,7 +62,7 @@ struct InFlight {
 
 #[derive(Default)]
 struct Owed {
-    requests: HashMap<RequestId, usize>,
+    requests: HashSet<RequestId>,
     writes: usize,
 }
 
@@ -71,20 +71,31 @@ impl InFlight {
         self.owed.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn add(&self, id: &RequestId) {
-        *self.owed().requests.entry(id.clone()).or_default() += 1;
+    /// Records `id` as owed an answer; `false` (recording nothing) when a request with the
+    /// same id is still being answered.
+    fn add(&self, id: &RequestId) -> bool {
+        let mut owed = self.owed();
+        if owed.requests.contains(id) {
+            return false;
+        }
+        owed.requests.insert(id.clone());
+        true
     }
 
+    /// `id` was cancelled: no answer is owed.
     fn remove(&self, id: &RequestId) {
-        let mut owed = self.owed();
-        if let Some(count) = owed.requests.get_mut(id) {
-            *count -= 1;
-            if *count == 0 {
-                owed.requests.remove(id);
-            }
+        let removed = self.owed().requests.remove(id);
+        if removed {
+            self.changed.notify_waiters();
         }
-        drop(owed);
-        self.changed.notify_waiters();
+    }
+
+    /// `id`'s answer is being written: the id is free again (as it is in rmcp's serve loop,
+    /// which forgot it when it handed the answer over), and the write is still owed.
+    fn answer(&self, id: &RequestId) {
+        let mut owed = self.owed();
+        owed.requests.remove(id);
+        owed.writes += 1;
     }
 
     fn start_write(&self) {
@@ -230,8 +241,12 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    /// What to do with a message that parsed: `Some` to hand it to rmcp.
-    fn admit(&mut self, message: ClientJsonRpcMessage) -> Option<ClientJsonRpcMessage> {
+    /// What to do with a message that parsed: `Some` to hand it to rmcp, `Err` to answer it
+    /// here.
+    fn admit(
+        &mut self,
+        message: ClientJsonRpcMessage,
+    ) -> Result<Option<ClientJsonRpcMessage>, Vec<u8>> {
         match &message {
             JsonRpcMessage::Request(request) => {
                 if self.lifecycle == Lifecycle::Opening
@@ -239,7 +254,20 @@ where
                 {
                     self.lifecycle = Lifecycle::Open;
                 }
-                self.in_flight.add(&request.id);
+                if !self.in_flight.add(&request.id) {
+                    // rmcp's serve loop keys its requests by id: a second one in flight
+                    // under the same id would take the first one's place, and one of the
+                    // two answers would be dropped.
+                    return Err(error_line(
+                        serde_json::to_value(&request.id).unwrap_or_default(),
+                        ferrymcp_types::codes::INVALID_REQUEST,
+                        format!(
+                            "Invalid Request: the id {} is already in use by a request that \
+                             has not been answered",
+                            request.id
+                        ),
+                    ));
+                }
             }
             JsonRpcMessage::Notification(_)
             | JsonRpcMessage::Response(_)
@@ -249,7 +277,7 @@ where
                 tracing::debug!(
                     "ignoring a message that is not a request before the session opened"
                 );
-                return None;
+                return Ok(None);
             }
             JsonRpcMessage::Notification(notification) => {
                 // A cancelled request gets no answer: it is no longer in flight.
@@ -262,7 +290,7 @@ where
             }
             JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {}
         }
-        Some(message)
+        Ok(Some(message))
     }
 
     /// After end of input: waits until no request is in flight or the grace runs out.
@@ -314,7 +342,7 @@ where
             .and_then(|text| std::str::from_utf8(text).ok())
             .unwrap_or(line);
         match serde_json::from_str::<ClientJsonRpcMessage>(line) {
-            Ok(message) => Ok(self.admit(message)),
+            Ok(message) => self.admit(message),
             Err(error) => match reject(line, &error) {
                 Some(answer) => Err(answer),
                 None => Ok(None),
@@ -341,6 +369,9 @@ where
             JsonRpcMessage::Error(error) => error.id.clone(),
             JsonRpcMessage::Request(_) | JsonRpcMessage::Notification(_) => None,
         };
+        if let Some(id) = &answered {
+            in_flight.answer(id);
+        }
         async move {
             let outcome = match serde_json::to_vec(&item) {
                 Ok(mut line) => {
@@ -349,9 +380,9 @@ where
                 }
                 Err(error) => Err(io::Error::other(error)),
             };
-            // Answered once written (or once writing failed: it never will be).
-            if let Some(id) = answered {
-                in_flight.remove(&id);
+            // Delivered once written (or once writing failed: it never will be).
+            if answered.is_some() {
+                in_flight.end_write();
             }
             outcome
         }

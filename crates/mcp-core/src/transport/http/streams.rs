@@ -10,9 +10,13 @@
 //! events a relay keeps (at most [`PARKED_EVENTS`] per stream, for at most
 //! [`PARKED_STREAMS`] streams, each until [`PARKED_TTL`] after its answer) for the
 //! reconnect to replay and follow.
+//!
+//! It also refuses (`-32600`, on the request's own stream) a request whose id a request of
+//! the same session still being answered holds: rmcp routes answers by id, so the second
+//! would take the first one's place and one of the two answers would be lost.
 
 use std::{
-    collections::{HashMap, VecDeque},
+    collections::{HashMap, HashSet, VecDeque},
     pin::Pin,
     sync::{Arc, Mutex, MutexGuard, PoisonError, Weak},
     task::{Context as TaskContext, Poll, Waker},
@@ -21,7 +25,10 @@ use std::{
 
 use futures::Stream;
 use rmcp::{
-    model::{ClientJsonRpcMessage, GetExtensions as _, JsonRpcMessage, ServerJsonRpcMessage},
+    model::{
+        ClientJsonRpcMessage, ErrorData, GetExtensions as _, JsonRpcMessage, RequestId,
+        ServerJsonRpcMessage,
+    },
     transport::{
         WorkerTransport,
         common::server_side_http::{ServerSseMessage, SessionId},
@@ -56,6 +63,51 @@ fn event_index(id: Option<&str>) -> Option<usize> {
 
 type Key = (SessionId, u64);
 type Parking = Mutex<HashMap<Key, Arc<Parked>>>;
+/// The ids of each session's requests still being answered.
+type Pending = Mutex<HashMap<SessionId, HashSet<RequestId>>>;
+
+/// A request's hold on its id while its answer may still come.
+struct Claim {
+    pending: Weak<Pending>,
+    session: SessionId,
+    id: RequestId,
+}
+
+impl Claim {
+    /// Holds `id` for `session`; `None` when a request of the session already holds it.
+    fn take(pending: &Arc<Pending>, session: &SessionId, id: &RequestId) -> Option<Self> {
+        let fresh = lock(pending)
+            .entry(session.clone())
+            .or_default()
+            .insert(id.clone());
+        fresh.then(|| Self {
+            pending: Arc::downgrade(pending),
+            session: session.clone(),
+            id: id.clone(),
+        })
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        let Some(pending) = self.pending.upgrade() else {
+            return;
+        };
+        let mut pending = lock(&pending);
+        if let Some(ids) = pending.get_mut(&self.session) {
+            ids.remove(&self.id);
+            if ids.is_empty() {
+                pending.remove(&self.session);
+            }
+        }
+    }
+}
+
+/// A request's channel, with its claim on the id: dropped when the answer is through.
+struct Events {
+    receiver: mpsc::Receiver<ServerSseMessage>,
+    _claim: Option<Claim>,
+}
 
 /// One request's channel while the HTTP response reads it.
 struct Line {
@@ -63,7 +115,7 @@ struct Line {
 }
 
 struct LineState {
-    events: Option<mpsc::Receiver<ServerSseMessage>>,
+    events: Option<Events>,
     /// Set by a close: the last event the response sends, then it ends.
     closing: Option<Option<ServerSseMessage>>,
     waker: Option<Waker>,
@@ -84,9 +136,13 @@ impl Stream for Attached {
         }
         state.waker = Some(cx.waker().clone());
         let polled = match state.events.as_mut() {
-            Some(events) => events.poll_recv(cx),
+            Some(events) => events.receiver.poll_recv(cx),
             None => Poll::Ready(None),
         };
+        if let Poll::Ready(None) = polled {
+            // Answered: the id is free again.
+            state.events = None;
+        }
         if let Poll::Ready(Some(event)) = &polled
             && let Some(index) = event_index(event.event_id.as_deref())
         {
@@ -197,13 +253,8 @@ impl StreamCloser {
 }
 
 /// Keeps a closed stream's events until its answer, and a while after.
-async fn relay(
-    mut events: mpsc::Receiver<ServerSseMessage>,
-    parked: Arc<Parked>,
-    key: Key,
-    parking: Weak<Parking>,
-) {
-    while let Some(event) = events.recv().await {
+async fn relay(mut events: Events, parked: Arc<Parked>, key: Key, parking: Weak<Parking>) {
+    while let Some(event) = events.receiver.recv().await {
         let Some(index) = event_index(event.event_id.as_deref()) else {
             continue;
         };
@@ -216,6 +267,7 @@ async fn relay(
         }
         parked.changed.send_modify(|n| *n += 1);
     }
+    drop(events);
     lock(&parked.events).done = true;
     parked.changed.send_modify(|n| *n += 1);
     tokio::time::sleep(PARKED_TTL).await;
@@ -232,12 +284,25 @@ impl std::fmt::Debug for StreamCloser {
     }
 }
 
-/// rmcp's local sessions, whose requests carry a [`StreamCloser`].
+/// The answer to a request whose id another request of its session holds.
+fn in_use(id: RequestId) -> ServerSseMessage {
+    let error = ErrorData::invalid_request(
+        format!(
+            "Invalid Request: the id {id} is already in use by a request of this session \
+             that has not been answered"
+        ),
+        None,
+    );
+    ServerSseMessage::from_message(ServerJsonRpcMessage::error(error, Some(id)))
+}
+
+/// rmcp's local sessions, whose requests carry a [`StreamCloser`] and hold their ids.
 pub(super) struct Sessions {
     inner: Arc<LocalSessionManager>,
     /// The reconnection delay a closed stream announces.
     retry: Duration,
     parking: Arc<Parking>,
+    pending: Arc<Pending>,
 }
 
 impl Sessions {
@@ -247,6 +312,7 @@ impl Sessions {
             inner,
             retry,
             parking: Arc::default(),
+            pending: Arc::default(),
         }
     }
 
@@ -283,6 +349,7 @@ impl SessionManager for Sessions {
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
         lock(&self.parking).retain(|(session, _), _| session != id);
+        lock(&self.pending).remove(id);
         self.inner.close_session(id).await
     }
 
@@ -291,11 +358,25 @@ impl SessionManager for Sessions {
         id: &SessionId,
         mut message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        let claim = match &message {
+            JsonRpcMessage::Request(request) => match Claim::take(&self.pending, id, &request.id) {
+                Some(claim) => Some(claim),
+                None => {
+                    return Ok(futures::future::Either::Right(futures::stream::once(
+                        std::future::ready(in_use(request.id.clone())),
+                    )));
+                }
+            },
+            _ => None,
+        };
         let session = self.handle(id).await?;
         let receiver = session.establish_request_wise_channel().await?;
         let line = Arc::new(Line {
             state: Mutex::new(LineState {
-                events: Some(receiver.inner),
+                events: Some(Events {
+                    receiver: receiver.inner,
+                    _claim: claim,
+                }),
                 closing: None,
                 waker: None,
                 last: 0,
@@ -314,7 +395,7 @@ impl SessionManager for Sessions {
         session
             .push_message(message, receiver.http_request_id)
             .await?;
-        Ok(Attached(line))
+        Ok(futures::future::Either::Left(Attached(line)))
     }
 
     async fn accept_message(
