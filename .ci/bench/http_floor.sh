@@ -2,8 +2,9 @@
 # `tools/call add(2, 3)` over Streamable HTTP (2026-07-28, stateless, JSON answers) against
 # the floor (`.ci/bench/floor`: axum and serde doing what any conforming server must, no MCP
 # framework) and the demo (a mount, a middleware and the tasks extension on the way), both
-# release builds, in one run. Each server is pinned to CPU 0 and wrk to CPU 1; the servers
-# alternate within each round so that drift on the machine hits both alike.
+# release builds, in one run. Each server is pinned to CPU 0 with one runtime worker, and wrk
+# to CPU 1; the servers alternate within each round so that drift on the machine hits both
+# alike.
 #
 #   bash .ci/bench/http_floor.sh [SECONDS_PER_RUN] [ROUNDS]        # 8 s, 2 rounds by default
 #
@@ -31,7 +32,9 @@ pids=()
 trap bench_cleanup EXIT
 
 start_server floor taskset -c 0 "$target/bench-floor/release/ferrymcp-bench-floor" 127.0.0.1:0
-start_server demo taskset -c 0 "$target/release/examples/demo" --http 127.0.0.1:0
+# One core each, so one runtime worker each: the floor builds its runtime with one, the demo
+# reads TOKIO_WORKER_THREADS.
+start_server demo env TOKIO_WORKER_THREADS=1 taskset -c 0 "$target/release/examples/demo" --http 127.0.0.1:0
 
 wrk_call_script "$work/call.lua"
 check_add floor "$floor_url"

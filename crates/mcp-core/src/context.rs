@@ -59,11 +59,13 @@ impl Era {
 #[derive(Debug, Default, Clone)]
 pub struct RequestScope {
     protocol_version: Option<ProtocolVersion>,
-    meta: JsonObject,
+    /// Shared by the scope's clones (one per server level and round) until one changes it.
+    meta: Arc<JsonObject>,
     cancellation: CancellationToken,
     request_id: Option<RequestId>,
     peer: Option<Peer<RoleServer>>,
-    extensions: Extensions,
+    /// Shared like `meta`: over HTTP it holds the request's parts, headers and all.
+    extensions: Arc<Extensions>,
     root: Option<Server>,
     principal: Option<Principal>,
     background_run: Option<Arc<str>>,
@@ -132,12 +134,33 @@ impl RequestScope {
         } = cx;
         Self {
             protocol_version,
-            meta: meta.0.0,
+            meta: Arc::new(meta.0.0),
             cancellation: ct,
             request_id: Some(id),
             peer: Some(peer),
-            extensions,
+            extensions: Arc::new(extensions),
             log_level,
+            ..Self::default()
+        }
+    }
+
+    /// Builds the scope of a 2026-07-28 request the HTTP transport answers itself: no
+    /// peer (its one JSON answer is the whole reply), its HTTP parts among the extensions
+    /// as rmcp puts them.
+    pub(crate) fn from_http(
+        id: RequestId,
+        meta: JsonObject,
+        parts: http::request::Parts,
+        cancellation: CancellationToken,
+    ) -> Self {
+        let mut extensions = Extensions::new();
+        extensions.insert(parts);
+        Self {
+            protocol_version: Some(ProtocolVersion::V_2026_07_28),
+            meta: Arc::new(meta),
+            cancellation,
+            request_id: Some(id),
+            extensions: Arc::new(extensions),
             ..Self::default()
         }
     }
@@ -367,7 +390,7 @@ impl RequestScope {
     /// assert_eq!(ferrymcp_core::RequestScope::new().with_meta(meta).meta()["k"], 1);
     /// ```
     pub fn with_meta(mut self, meta: JsonObject) -> Self {
-        self.meta = meta;
+        self.meta = Arc::new(meta);
         self
     }
 
@@ -380,8 +403,7 @@ impl RequestScope {
     /// assert!(scope.client_extension("io.modelcontextprotocol/tasks").is_some());
     /// ```
     pub fn with_client_extension(mut self, id: &str, settings: JsonObject) -> Self {
-        let caps = self
-            .meta
+        let caps = Arc::make_mut(&mut self.meta)
             .entry(meta::CLIENT_CAPABILITIES)
             .or_insert_with(|| serde_json::Value::Object(JsonObject::new()));
         if !caps.is_object() {
@@ -422,7 +444,7 @@ impl RequestScope {
     /// assert_eq!(scope.extensions().get::<Tenant>().unwrap().0, "acme");
     /// ```
     pub fn with_extension<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
-        self.extensions.insert(value);
+        Arc::make_mut(&mut self.extensions).insert(value);
         self
     }
 

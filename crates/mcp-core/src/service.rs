@@ -162,6 +162,25 @@ impl McpService {
         scope
     }
 
+    /// Answers a `tools/call` in `scope` (the request's id, `_meta`, HTTP parts and
+    /// cancellation): the server's middleware chain, input rounds, then the tool.
+    pub(crate) async fn call_tool_in(
+        &self,
+        request: CallToolRequestParams,
+        scope: RequestScope,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.answer_in_scope(scope, request.into(), |call, version, cx| {
+            self.root.dispatch_call(CallTool {
+                name: call.target.clone(),
+                arguments: call.arguments.clone().unwrap_or_default(),
+                version,
+                cx,
+                run_middleware: true,
+            })
+        })
+        .await
+    }
+
     /// The walk `tools/call`, `resources/read` and `prompts/get` share: the request's span,
     /// the version its `_meta` asks for, then `run` with that version, through input rounds
     /// (SEP-2322): opens the client's sealed `requestState`, seals the one going out, and on
@@ -178,11 +197,28 @@ impl McpService {
         F: Fn(&RoundRequest, Option<VersionSpec>, Context) -> Fut,
         Fut: Future<Output = Result<R, ErrorData>>,
     {
-        let span = request_span(request.method, &cx);
+        self.answer_in_scope(self.scope(cx), request, run).await
+    }
+
+    /// [`answer_with_rounds`](Self::answer_with_rounds) for a scope already built.
+    async fn answer_in_scope<R, F, Fut>(
+        &self,
+        base: RequestScope,
+        request: RoundRequest,
+        run: F,
+    ) -> Result<R, ErrorData>
+    where
+        R: InputRound,
+        F: Fn(&RoundRequest, Option<VersionSpec>, Context) -> Fut,
+        Fut: Future<Output = Result<R, ErrorData>>,
+    {
+        let span = scope_span(request.method, &base);
         async move {
-            let version = requested_version(&cx.meta)?;
-            self.with_input_rounds(cx, request, |request, cx| run(request, version.clone(), cx))
-                .await
+            let version = requested_version(base.meta())?;
+            self.with_input_rounds(base, request, |request, cx| {
+                run(request, version.clone(), cx)
+            })
+            .await
         }
         .instrument(span)
         .await
@@ -190,7 +226,7 @@ impl McpService {
 
     async fn with_input_rounds<R, F, Fut>(
         &self,
-        cx: RequestContext<RoleServer>,
+        base: RequestScope,
         mut request: RoundRequest,
         run: F,
     ) -> Result<R, ErrorData>
@@ -199,7 +235,6 @@ impl McpService {
         F: Fn(&RoundRequest, Context) -> Fut,
         Fut: Future<Output = Result<R, ErrorData>>,
     {
-        let base = self.scope(cx);
         let seal = self.root.state_seal();
         let input_responses = request.input_responses.take();
         let request_state = request.request_state.take();
@@ -427,6 +462,14 @@ impl From<GetPromptRequestParams> for RoundRequest {
 /// the handler (rmcp hands each one its own request type).
 fn request_span(method: &str, context: &RequestContext<RoleServer>) -> tracing::Span {
     tracing::info_span!("mcp.request", method, id = %context.id)
+}
+
+/// [`request_span`] for a request whose scope is built.
+fn scope_span(method: &str, scope: &RequestScope) -> tracing::Span {
+    match scope.request_id() {
+        Some(id) => tracing::info_span!("mcp.request", method, id = %id),
+        None => tracing::info_span!("mcp.request", method),
+    }
 }
 
 fn wrong_reply(method: &str) -> ErrorData {
@@ -686,16 +729,7 @@ impl ServerHandler for McpService {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.answer_with_rounds(context, request.into(), |call, version, cx| {
-            self.root.dispatch_call(CallTool {
-                name: call.target.clone(),
-                arguments: call.arguments.clone().unwrap_or_default(),
-                version,
-                cx,
-                run_middleware: true,
-            })
-        })
-        .await
+        self.call_tool_in(request, self.scope(context)).await
     }
 
     async fn list_tools(

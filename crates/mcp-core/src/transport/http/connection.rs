@@ -154,12 +154,7 @@ async fn connection(
                 };
                 // The request counts as in progress until its body is sent or dropped.
                 let held = (busy, permit);
-                Ok(response.map(|body| {
-                    Body::new(http_body_util::BodyExt::map_frame(body, move |frame| {
-                        let _ = &held;
-                        frame
-                    }))
-                }))
+                Ok(response.map(|body| Body::new(Holding { body, _held: held })))
             }
         })
     };
@@ -333,5 +328,32 @@ impl AsyncWrite for Watched {
 
     fn is_write_vectored(&self) -> bool {
         self.inner.is_write_vectored()
+    }
+}
+
+/// A response body that keeps `_held` (the request's in-progress marks) until it is sent or
+/// dropped, and says its size, so a sized answer goes out with `Content-Length`.
+struct Holding<T> {
+    body: Body,
+    _held: T,
+}
+
+impl<T: Unpin> hyper::body::Body for Holding<T> {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
     }
 }

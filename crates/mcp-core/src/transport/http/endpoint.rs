@@ -1,6 +1,7 @@
 //! The middleware in front of rmcp's Streamable HTTP service on the MCP path: `Host` and
-//! `Origin` checks, reading the body once (bounded in size and time), the session limit, and
-//! JSON-RPC answers where rmcp would answer plain text.
+//! `Origin` checks, reading the body once (bounded in size and time), the session limit,
+//! plain 2026-07-28 calls answered on our own path (see [`super::modern`]), and JSON-RPC
+//! answers where rmcp would answer plain text.
 
 use std::{sync::Arc, time::Duration};
 
@@ -31,6 +32,8 @@ pub(super) struct Endpoint {
     pub(super) log: Arc<RejectLog>,
     /// The root's extensions, asked to adjust each POST's headers.
     pub(super) extensions: Arc<Vec<Arc<dyn crate::Extension>>>,
+    /// The 2026-07-28 `tools/call` path that does not go through rmcp's service.
+    pub(super) modern: Arc<super::modern::Modern>,
     /// The resource server, when the endpoint needs bearer tokens.
     #[cfg(feature = "auth")]
     pub(super) gate: Option<Arc<super::bearer::Gate>>,
@@ -73,7 +76,18 @@ pub(super) async fn guard(
         Ok(bytes) => bytes,
         Err(response) => return response,
     };
-    let probe = Probe::scan(&bytes);
+    // A plain 2026-07-28 call is parsed once, here, and answered on our own path below.
+    let call = endpoint.modern.parse(&parts.headers, &bytes);
+    #[cfg(feature = "auth")]
+    let gated = caller.is_some();
+    #[cfg(not(feature = "auth"))]
+    let gated = false;
+    let probe = match &call {
+        // What a call targets is only read by the auth gate.
+        Some(call) if gated => Ok(call.probe()),
+        Some(_) => Ok(Probe::default()),
+        None => Probe::scan(&bytes),
+    };
     #[cfg(feature = "auth")]
     if let (Some((gate, caller)), Ok(probe)) = (&caller, &probe)
         && let Some(response) = gate.refuse_operation(caller, probe)
@@ -108,6 +122,11 @@ pub(super) async fn guard(
         }) if method == "subscriptions/listen" => reroute_listen(&mut parts.headers, bytes),
         _ => bytes,
     };
+    if let Some(call) = call
+        && call.fits(&parts.headers)
+    {
+        return Arc::clone(&endpoint.modern).answer(call, parts).await;
+    }
     let json_content = is_json_content(&parts.headers);
     // The body moves into rmcp's request: no copy of it is kept while rmcp parses it.
     let response = next.run(Request::from_parts(parts, bytes.into())).await;

@@ -17,6 +17,7 @@ mod bearer;
 mod config;
 mod connection;
 mod endpoint;
+mod modern;
 mod origin;
 mod probe;
 mod reject_log;
@@ -73,6 +74,10 @@ impl Server {
         sessions.session_config = session_config;
         let sessions = Arc::new(sessions);
         let service = McpService::new(self.clone());
+        let modern = Arc::new(modern::Modern::new(
+            service.for_connection(),
+            config.json_response,
+        ));
         let resumable = Arc::new(streams::Sessions::new(
             Arc::clone(&sessions),
             config.sse_retry,
@@ -98,6 +103,7 @@ impl Server {
             sessions,
             log,
             extensions: self.extension_list(),
+            modern,
             #[cfg(feature = "auth")]
             gate: config.auth.clone().map(|resource| {
                 Arc::new(bearer::Gate::new(
@@ -114,9 +120,12 @@ impl Server {
                 Arc::new(resource.metadata().clone()),
             )
         });
-        let router = Router::new().route_service(&config.path, http).route_layer(
-            axum::middleware::from_fn_with_state(endpoint, endpoint::guard),
-        );
+        let router = Router::new()
+            .route_service(&config.path, Shared(Arc::new(http)))
+            .route_layer(axum::middleware::from_fn_with_state(
+                endpoint,
+                endpoint::guard,
+            ));
         #[cfg(feature = "auth")]
         let router = match metadata {
             Some((paths, document)) => paths.into_iter().fold(router, |router, path| {
@@ -177,6 +186,32 @@ impl Server {
                 let _ = tokio::signal::ctrl_c().await;
             })
             .await
+    }
+}
+
+/// A service behind an `Arc`: the endpoint's middleware clones its inner service for every
+/// request, and rmcp's carries its whole config; this one is cloned only when it is called.
+#[derive(Clone)]
+struct Shared<S>(Arc<S>);
+
+impl<S, B> Service<http::Request<B>> for Shared<S>
+where
+    S: Service<http::Request<B>> + Clone,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        // rmcp's service is always ready; readiness is checked on the clone that is called.
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        (*self.0).clone().call(request)
     }
 }
 

@@ -152,10 +152,13 @@ pub(super) fn check(access: &Access, parts: &http::request::Parts) -> Result<(),
                 .cloned()
                 .ok_or(Refusal::BadHost("the request has no Host header"))?,
         };
-        let host = normalize_host(authority.host());
+        // Compared without a lowered copy: the allowed names are stored lowered.
+        let host = authority.host();
+        let host = host.trim_start_matches('[').trim_end_matches(']');
         let port = authority.port_u16();
         let allowed = hosts.iter().any(|allowed| {
-            allowed.host == host && allowed.port.is_none_or(|wanted| Some(wanted) == port)
+            allowed.host.eq_ignore_ascii_case(host)
+                && allowed.port.is_none_or(|wanted| Some(wanted) == port)
         });
         if !allowed {
             return Err(Refusal::Host(authority.as_str().to_owned()));

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The gateway hop's own cost: `tools/call add(2, 3)` over Streamable HTTP (2026-07-28,
+# stateless, JSON answers) straight to the demo, and through `ferrymcp-gateway` (mimalloc)
+# mounting the demo as `demo` (the call is then `demo_add`), release builds, in one run. The
+# demo and the gateway share CPU 0, wrk runs on CPU 1; the two paths alternate within each
+# round. The hop's CPU is the gateway process's CPU per call.
+#
+#   bash .ci/bench/gateway_hop.sh [SECONDS_PER_RUN] [ROUNDS]        # 8 s, 2 rounds by default
+#
+# Needs wrk and taskset. Not part of CI: it measures, it asserts nothing (a run with a
+# non-2xx answer or a socket error stops it). BENCHMARKS.md ("The gateway hop") has the
+# figures.
+set -euo pipefail
+
+seconds="${1:-8}"
+rounds="${2:-2}"
+
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+source "$root/.ci/bench/wrk.sh"
+cd "$root"
+command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 1; }
+cargo build --release --example demo
+cargo build --release -p ferrymcp-proxy --features gateway --bin ferrymcp-gateway
+
+work="$(mktemp -d)"
+pids=()
+trap bench_cleanup EXIT
+
+start_server demo taskset -c 0 target/release/examples/demo --http 127.0.0.1:0
+printf 'name = "gateway"\n\n[[upstream]]\nnamespace = "demo"\nurl = "%s"\n' "$demo_url" \
+    >"$work/gateway.toml"
+start_server gateway taskset -c 0 target/release/ferrymcp-gateway --config "$work/gateway.toml" \
+    --http 127.0.0.1:0
+
+wrk_call_script "$work/direct.lua"
+sed -e 's/"name":"add"/"name":"demo_add"/' -e 's/\["Mcp-Name"\] = "add"/["Mcp-Name"] = "demo_add"/' \
+    "$work/direct.lua" >"$work/gateway.lua"
+check_add demo "$demo_url"
+answer="$(curl -s "$gateway_url" -H 'content-type: application/json' \
+    -H 'accept: application/json, text/event-stream' -H 'mcp-protocol-version: 2026-07-28' \
+    -H 'mcp-method: tools/call' -H 'mcp-name: demo_add' -d "${WRK_BODY/\"add\"/\"demo_add\"}")"
+[[ "$answer" == *'"result":5'* ]] || { echo "the gateway does not answer demo_add: $answer" >&2; exit 1; }
+
+echo "machine: $(nproc) vCPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "demo $demo_url, gateway $gateway_url; ${seconds} s per run, $rounds rounds"
+printf '%-6s %-8s %-12s %10s %10s %14s %14s\n' round path connections 'req/s' p50 'demo µs/call' 'gateway µs/call'
+results="$work/results"
+for round in $(seq 1 "$rounds"); do
+    for c in 1 32; do
+        order="direct gateway"
+        ((round % 2 == 0)) && order="gateway direct"
+        for path in $order; do
+            if [[ "$path" == direct ]]; then u="$demo_url"; else u="$gateway_url"; fi
+            before="$(cpu_ticks "$gateway_pid")"
+            read -r rps p50 cpu < <(wrk_run "$u" "$c" "$work/$path.lua" "$demo_pid" "$seconds")
+            after="$(cpu_ticks "$gateway_pid")"
+            requests="$(awk -v r="$rps" -v s="$seconds" 'BEGIN {printf "%d", r * s}')"
+            hop="$(awk -v t="$((after - before))" -v hz="$(getconf CLK_TCK)" -v n="$requests" \
+                'BEGIN {printf "%.1f", t / hz * 1e6 / n}')"
+            printf '%-6s %-8s %-12s %10s %10s %14s %14s\n' "$round" "$path" "$c" "$rps" "$p50" "$cpu" "$hop"
+            echo "$path $c $rps $p50 $cpu $hop" >>"$results"
+        done
+    done
+done
+
+python3 - "$results" <<'PY'
+import sys, collections
+def micros(text):
+    for unit, factor in (("us", 1.0), ("ms", 1e3), ("s", 1e6)):
+        if text.endswith(unit):
+            return float(text[: -len(unit)]) * factor
+    return float(text)
+rows = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    path, c, rps, p50, demo, hop = line.split()
+    rows[(path, int(c))].append((float(rps), micros(p50), float(demo), float(hop)))
+mean = lambda xs: sum(xs) / len(xs)
+stat = {k: tuple(mean([r[i] for r in v]) for i in range(4)) for k, v in rows.items()}
+print()
+print("| path | c=1 req/s | c=1 p50 µs | c=32 req/s | demo CPU µs/call (c=32) | gateway CPU µs/call (c=32) |")
+print("|---|---:|---:|---:|---:|---:|")
+for path in ("direct", "gateway"):
+    one, many = stat[(path, 1)], stat[(path, 32)]
+    print(f"| {path} | {one[0]:,.0f} | {one[1]:.0f} | {many[0]:,.0f} | {many[2]:.1f} | {many[3]:.1f} |")
+g1, g32 = stat[("gateway", 1)], stat[("gateway", 32)]
+print()
+print(f"the hop: {g32[3]:.1f} µs of the gateway's CPU per call at 32 connections "
+      f"({g1[3]:.1f} at 1); p50 at 1 connection {g1[1] - stat[('direct', 1)][1]:+.0f} µs")
+PY

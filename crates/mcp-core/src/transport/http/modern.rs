@@ -1,0 +1,312 @@
+//! The 2026-07-28 `tools/call` path of our own: one POST, one JSON answer, no session.
+//!
+//! rmcp's Streamable HTTP service answers a stateless request by re-serializing the parsed
+//! message to check its headers, then spawning a one-shot serve loop with a channel for
+//! the answer. A plain 2026-07-28 `tools/call` needs none of that: its body is parsed once
+//! straight into the request type, its headers are compared with it, the root server's
+//! chain answers it in the handler's own future (on a task of its own only if the client
+//! hangs up first, so that it can see its cancellation), and the answer is serialized once.
+//!
+//! Only a request that needs nothing more takes this path: a JSON-answered `tools/call`
+//! whose `Mcp-Method` and `Mcp-Name` agree with the body, whose `_meta` carries the
+//! protocol version, client capabilities and client info, and that asks for no progress
+//! or log notifications (those need a stream) and names no tool with `Mcp-Param-*`
+//! headers. Anything else, malformed or not, goes on to rmcp's service unchanged, so every
+//! error keeps rmcp's code, status and wording.
+
+use std::{pin::Pin, sync::Arc, task::Poll};
+
+use axum::response::Response;
+use ferrymcp_types::{
+    CallToolRequestParams, ClientCapabilities, ErrorCode, ErrorData, JsonObject, ProtocolVersion,
+    RequestId, ServerJsonRpcMessage, ServerResult,
+};
+use http::{
+    HeaderName,
+    header::{ACCEPT, CONTENT_TYPE},
+};
+use rmcp::{
+    ServerHandler as _,
+    model::{CallToolRequestMethod, CallToolResponse, JsonRpcVersion2_0},
+};
+use serde::Deserialize;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::probe::Probe;
+use crate::{McpService, RequestScope};
+
+const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+const PROGRESS_TOKEN: &str = "progressToken";
+
+const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
+const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+
+/// What the path serves with.
+pub(super) struct Modern {
+    service: McpService,
+    /// Off when the server answers with SSE only, or does not speak 2026-07-28.
+    enabled: bool,
+}
+
+/// A `tools/call` envelope, parsed in one pass (`jsonrpc` and `method` only checked).
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(rename = "jsonrpc")]
+    _jsonrpc: JsonRpcVersion2_0,
+    id: RequestId,
+    #[serde(rename = "method")]
+    _method: CallToolRequestMethod,
+    params: CallToolRequestParams,
+}
+
+/// A plain call, parsed: what the path needs to answer it.
+pub(super) struct Call {
+    id: RequestId,
+    /// Without its `_meta`, which is in `meta`.
+    params: CallToolRequestParams,
+    meta: JsonObject,
+    /// Whether the client declared the tasks extension.
+    tasks: bool,
+}
+
+/// The longest tool name the path takes (the edge's body probe notes no longer names).
+const MAX_NAME: usize = 256;
+
+impl Modern {
+    /// The path for `service`; `json_response` is the HTTP config's choice of JSON answers.
+    pub(super) fn new(service: McpService, json_response: bool) -> Self {
+        let speaks_2026 = service
+            .supported_protocol_versions()
+            .contains(&ProtocolVersion::V_2026_07_28);
+        Self {
+            service,
+            enabled: json_response && speaks_2026,
+        }
+    }
+
+    /// The call in `body`, when the headers announce a `tools/call` and the body is a plain
+    /// one: a valid envelope whose `_meta` carries the protocol version, the client's
+    /// capabilities and info and asks for no notifications, naming a tool that takes no
+    /// `Mcp-Param-*` headers.
+    pub(super) fn parse(&self, headers: &http::HeaderMap, body: &[u8]) -> Option<Call> {
+        if !self.enabled || single(headers, &MCP_METHOD) != Some(b"tools/call") {
+            return None;
+        }
+        let Envelope { id, mut params, .. } = serde_json::from_slice(body).ok()?;
+        if params.name.len() > MAX_NAME {
+            return None;
+        }
+        let meta = params.meta.take()?.0.0;
+        if meta.get(PROTOCOL_VERSION)?.as_str()? != ProtocolVersion::V_2026_07_28.as_str()
+            || !meta.get(CLIENT_INFO)?.is_object()
+            || meta.contains_key(LOG_LEVEL)
+            || meta.contains_key(PROGRESS_TOKEN)
+        {
+            return None;
+        }
+        let capabilities = ClientCapabilities::deserialize(meta.get(CLIENT_CAPABILITIES)?).ok()?;
+        if let Some(tool) = self.service.server().resolve(&params.name, None)
+            && declares_param_headers(&tool.tool.input_schema)
+        {
+            return None;
+        }
+        Some(Call {
+            id,
+            params,
+            meta,
+            tasks: capabilities.supports_tasks(),
+        })
+    }
+
+    /// Answers `call`, whose request's headers are `parts`.
+    pub(super) async fn answer(
+        self: Arc<Self>,
+        call: Call,
+        parts: http::request::Parts,
+    ) -> Response {
+        let Call {
+            id,
+            params,
+            meta,
+            tasks,
+        } = call;
+        let cancellation = CancellationToken::new();
+        let scope = RequestScope::from_http(id.clone(), meta, parts, cancellation.clone());
+        let run = Box::pin(async move {
+            match self.service.call_tool_in(params, scope).await {
+                // A client that did not declare the tasks extension cannot read a task
+                // handle.
+                Ok(CallToolResponse::Task(_)) if !tasks => ServerJsonRpcMessage::error(
+                    ErrorData::missing_required_client_capability(
+                        ClientCapabilities::builder().enable_tasks().build(),
+                    ),
+                    Some(id),
+                ),
+                Ok(response) => {
+                    let mut result = ServerResult::from(response);
+                    result.fill_missing_cache_hints();
+                    ServerJsonRpcMessage::response(result, id)
+                }
+                Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+            }
+        });
+        let message = FinishOnDrop {
+            run: Some(run),
+            cancellation,
+        }
+        .await;
+        json_answer(&message)
+    }
+}
+
+type Run = Pin<Box<dyn Future<Output = ServerJsonRpcMessage> + Send>>;
+
+/// Polls a call in the request's own task; if the request is dropped first (the client
+/// hung up), cancels the call's token and lets the call finish on a task of its own, as a
+/// handler that watches its cancellation expects.
+struct FinishOnDrop {
+    run: Option<Run>,
+    cancellation: CancellationToken,
+}
+
+impl Future for FinishOnDrop {
+    type Output = ServerJsonRpcMessage;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Self::Output> {
+        let Some(run) = self.run.as_mut() else {
+            return Poll::Pending;
+        };
+        let answer = std::task::ready!(run.as_mut().poll(cx));
+        self.run = None;
+        Poll::Ready(answer)
+    }
+}
+
+impl Drop for FinishOnDrop {
+    fn drop(&mut self) {
+        let Some(run) = self.run.take() else {
+            return;
+        };
+        self.cancellation.cancel();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(run);
+        }
+    }
+}
+
+impl Call {
+    /// What the edge's body probe would have noted of this call.
+    pub(super) fn probe(&self) -> Probe {
+        Probe {
+            id: serde_json::to_value(&self.id).ok(),
+            initialize: false,
+            method: Some("tools/call".to_owned()),
+            name: Some(self.params.name.to_string()),
+            uri: None,
+        }
+    }
+
+    /// Whether `headers` (as the extensions left them) are those of a plain call of this
+    /// tool: see [`plain_call_headers`], and `Mcp-Name` naming the tool as is.
+    pub(super) fn fits(&self, headers: &http::HeaderMap) -> bool {
+        plain_call_headers(headers)
+            && single(headers, &MCP_NAME) == Some(self.params.name.as_bytes())
+    }
+}
+
+/// The one value of `name`, as bytes; `None` when it is absent or repeated.
+fn single<'a>(headers: &'a http::HeaderMap, name: &HeaderName) -> Option<&'a [u8]> {
+    let mut values = headers.get_all(name).iter();
+    let value = values.next()?;
+    values.next().is_none().then(|| value.as_bytes())
+}
+
+/// Whether the headers are those of a plain 2026-07-28 `tools/call` answered as JSON: no
+/// session, the version and method headers once each, JSON in, both media types accepted
+/// without weights, and no `Mcp-Param-*` header.
+fn plain_call_headers(headers: &http::HeaderMap) -> bool {
+    if headers.contains_key(&MCP_SESSION_ID)
+        || single(headers, &MCP_PROTOCOL_VERSION) != Some(b"2026-07-28")
+        || single(headers, &MCP_METHOD) != Some(b"tools/call")
+        || headers
+            .keys()
+            .any(|name| name.as_str().starts_with("mcp-param-"))
+    {
+        return false;
+    }
+    let json_body = single(headers, &CONTENT_TYPE)
+        .and_then(|value| std::str::from_utf8(value).ok())
+        .is_some_and(|value| {
+            let essence = value.split_once(';').map_or(value, |(essence, _)| essence);
+            essence.trim().eq_ignore_ascii_case("application/json")
+        });
+    let Some(accept) = single(headers, &ACCEPT).and_then(|value| std::str::from_utf8(value).ok())
+    else {
+        return false;
+    };
+    let (mut json, mut sse) = (false, false);
+    for entry in accept.split(',') {
+        let mut pieces = entry.split(';');
+        let essence = pieces.next().unwrap_or_default().trim();
+        if pieces.next().is_some() {
+            // Parameters (weights) are rmcp's to weigh.
+            return false;
+        }
+        json |= essence.eq_ignore_ascii_case("application/json");
+        sse |= essence.eq_ignore_ascii_case("text/event-stream");
+    }
+    json_body && json && sse
+}
+
+/// Whether a tool's input schema asks for `Mcp-Param-*` headers (`x-mcp-header` on a
+/// property reached through `properties`).
+fn declares_param_headers(schema: &JsonObject) -> bool {
+    fn any(properties: Option<&Value>) -> bool {
+        let Some(Value::Object(properties)) = properties else {
+            return false;
+        };
+        properties.values().any(|property| {
+            property.get("x-mcp-header").is_some() || any(property.get("properties"))
+        })
+    }
+    any(schema.get("properties"))
+}
+
+/// The HTTP answer for a JSON-RPC answer, with the status a 2026-07-28 client reads first.
+fn json_answer(message: &ServerJsonRpcMessage) -> Response {
+    let status = match message {
+        ServerJsonRpcMessage::Error(error) => match error.error.code {
+            ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+            | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+            | ErrorCode::HEADER_MISMATCH => http::StatusCode::BAD_REQUEST,
+            ErrorCode::METHOD_NOT_FOUND => http::StatusCode::NOT_FOUND,
+            _ => http::StatusCode::OK,
+        },
+        _ => http::StatusCode::OK,
+    };
+    // Sized for a small answer up front, so most are written without growing the buffer.
+    let mut body = Vec::with_capacity(512);
+    match serde_json::to_writer(&mut body, message) {
+        Ok(()) => {
+            let mut response = Response::new(axum::body::Body::from(body));
+            *response.status_mut() = status;
+            response.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("application/json"),
+            );
+            response
+        }
+        Err(error) => super::reply::json_rpc_error(
+            http::StatusCode::INTERNAL_SERVER_ERROR,
+            Value::Null,
+            ferrymcp_types::codes::INTERNAL_ERROR,
+            format!("Internal error: the answer could not be serialized: {error}"),
+        ),
+    }
+}
