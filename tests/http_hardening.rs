@@ -457,6 +457,64 @@ async fn issue12_over_max_in_flight_gets_503_retry_after_and_calls_succeed_after
 }
 
 #[tokio::test]
+async fn issue17_a_call_left_running_after_its_client_hung_up_still_counts_against_max_in_flight() {
+    // The tool sees its cancellation, then goes on until released, as a tool that ignores
+    // cancellation would.
+    let gate = Arc::new(Semaphore::new(0));
+    let (signal, mut signals) = mpsc::unbounded_channel::<&'static str>();
+    let server = Server::new("s");
+    let held = gate.clone();
+    server
+        .add_tool(ToolDef::new("stubborn", move |cx: ferrymcp::Context| {
+            let gate = held.clone();
+            let signal = signal.clone();
+            async move {
+                let _ = signal.send("entered");
+                cx.cancellation().cancelled().await;
+                let _ = signal.send("cancelled");
+                let _ = gate.acquire().await.map(|permit| permit.forget());
+                let _ = signal.send("ended");
+                "done"
+            }
+        }))
+        .expect("tool");
+    server
+        .add_tool(ToolDef::new("quick", || async { "quick" }))
+        .expect("tool");
+    let up = serve(server, HttpConfig::new().max_in_flight(1)).await;
+
+    let hung_up = tokio::spawn(call(&up.url, "stubborn").send());
+    assert_eq!(signals.recv().await, Some("entered"));
+    hung_up.abort();
+    assert_eq!(signals.recv().await, Some("cancelled"));
+
+    let over = tokio::time::timeout(ENDS_WITHIN, call(&up.url, "stubborn").send())
+        .await
+        .expect("the call over the limit was not refused")
+        .expect("POST");
+    assert_eq!(over.status(), 503, "the abandoned call no longer counted");
+    json_rpc_error(over, -32000).await;
+
+    gate.add_permits(2);
+    assert_eq!(signals.recv().await, Some("ended"));
+    // The slot is free once the abandoned call has ended (it lets go of it just after).
+    let after = tokio::time::timeout(ENDS_WITHIN, async {
+        loop {
+            let response = call(&up.url, "quick").send().await.expect("POST");
+            if response.status() != 503 {
+                return response;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the slot of the abandoned call was never freed");
+    assert_eq!(after.status(), 200);
+    let body: Value = after.json().await.expect("JSON");
+    assert_eq!(body["result"]["content"][0]["text"], "quick", "{body}");
+}
+
+#[tokio::test]
 async fn issue12_over_max_sessions_initialize_gets_a_clear_error_and_expired_sessions_make_room() {
     let config = HttpConfig::new()
         .max_sessions(2)

@@ -128,9 +128,16 @@ async fn connection(
             let in_flight = in_flight.clone();
             let log = log.clone();
             async move {
+                let mut request = request;
                 let permit = if request.method() == http::Method::POST {
                     match in_flight.try_acquire_owned() {
-                        Ok(permit) => Some(permit),
+                        Ok(permit) => {
+                            let slot = InFlightSlot {
+                                _permit: Arc::new(permit),
+                            };
+                            request.extensions_mut().insert(slot.clone());
+                            Some(slot)
+                        }
                         Err(_) => {
                             log.refused(
                                 Kind::InFlight,
@@ -189,6 +196,14 @@ async fn connection(
             }
         }
     }
+}
+
+/// A POST's share of `max_in_flight`, in the request's extensions: the request's own path
+/// takes it out (see `endpoint::guard`) so that a call still running after its client hung
+/// up keeps counting against the limit until it ends.
+#[derive(Clone)]
+pub(super) struct InFlightSlot {
+    _permit: Arc<OwnedSemaphorePermit>,
 }
 
 enum Expired {

@@ -16,6 +16,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 
 use super::{
     config::Access,
+    connection::InFlightSlot,
     origin::{self, Refusal},
     probe::Probe,
     reject_log::{Kind, RejectLog},
@@ -47,6 +48,9 @@ pub(super) async fn guard(
 ) -> Response {
     #[cfg_attr(not(feature = "auth"), allow(unused_mut))]
     let (mut parts, body) = request.into_parts();
+    // Held by this function, or by a call left running after its client hung up; never by
+    // rmcp's service, which may keep a request's parts.
+    let in_flight = parts.extensions.remove::<InFlightSlot>();
     if let Err(refusal) = origin::check(&endpoint.access, &parts) {
         return refused(&endpoint.log, refusal);
     }
@@ -125,7 +129,9 @@ pub(super) async fn guard(
     if let Some(call) = call
         && call.fits(&parts.headers)
     {
-        return Arc::clone(&endpoint.modern).answer(call, parts).await;
+        return Arc::clone(&endpoint.modern)
+            .answer(call, parts, in_flight)
+            .await;
     }
     let json_content = is_json_content(&parts.headers);
     // The body moves into rmcp's request: no copy of it is kept while rmcp parses it.

@@ -33,7 +33,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::probe::Probe;
+use super::{connection::InFlightSlot, probe::Probe};
 use crate::{McpService, RequestScope};
 
 const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -129,6 +129,7 @@ impl Modern {
         self: Arc<Self>,
         call: Call,
         parts: http::request::Parts,
+        in_flight: Option<InFlightSlot>,
     ) -> Response {
         let Call {
             id,
@@ -159,6 +160,7 @@ impl Modern {
         let message = FinishOnDrop {
             run: Some(run),
             cancellation,
+            in_flight,
         }
         .await;
         json_answer(&message)
@@ -173,6 +175,8 @@ type Run = Pin<Box<dyn Future<Output = ServerJsonRpcMessage> + Send>>;
 struct FinishOnDrop {
     run: Option<Run>,
     cancellation: CancellationToken,
+    /// The request's share of `max_in_flight`, kept by the call until it ends.
+    in_flight: Option<InFlightSlot>,
 }
 
 impl Future for FinishOnDrop {
@@ -194,8 +198,12 @@ impl Drop for FinishOnDrop {
             return;
         };
         self.cancellation.cancel();
+        let in_flight = self.in_flight.take();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(run);
+            runtime.spawn(async move {
+                let _answer = run.await;
+                drop(in_flight);
+            });
         }
     }
 }
