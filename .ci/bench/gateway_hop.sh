@@ -9,6 +9,10 @@
 #
 #   bash .ci/bench/gateway_hop.sh [SECONDS_PER_RUN] [ROUNDS]        # 8 s, 2 rounds by default
 #
+# With GATEWAY_BEFORE=PATH (another build of ferrymcp-gateway, e.g. one built at an older
+# commit and copied aside), that gateway runs beside the new one, on CPU 0 too, and its
+# path ("before") alternates with the others: a before/after of the hop in one run.
+#
 # Needs wrk and taskset. Not part of CI: it measures, it asserts nothing (a run with a
 # non-2xx answer or a socket error stops it). BENCHMARKS.md ("The gateway hop") has the
 # figures.
@@ -33,6 +37,12 @@ printf 'name = "gateway"\n\n[[upstream]]\nnamespace = "demo"\nurl = "%s"\n' "$de
     >"$work/gateway.toml"
 start_server gateway taskset -c 0 target/release/ferrymcp-gateway --config "$work/gateway.toml" \
     --http 127.0.0.1:0
+paths="direct gateway"
+if [[ -n "${GATEWAY_BEFORE:-}" ]]; then
+    start_server before taskset -c 0 "$GATEWAY_BEFORE" --config "$work/gateway.toml" \
+        --http 127.0.0.1:0
+    paths="direct gateway before"
+fi
 
 wrk_call_script "$work/direct.lua"
 sed -e 's/"name":"add"/"name":"demo_add"/' -e 's/\["Mcp-Name"\] = "add"/["Mcp-Name"] = "demo_add"/' \
@@ -49,13 +59,17 @@ printf '%-6s %-8s %-12s %10s %10s %14s %14s\n' round path connections 'req/s' p5
 results="$work/results"
 for round in $(seq 1 "$rounds"); do
     for c in 1 32; do
-        order="direct gateway"
-        ((round % 2 == 0)) && order="gateway direct"
+        order="$paths"
+        ((round % 2 == 0)) && order="$(tr ' ' '\n' <<<"$paths" | tac | xargs)"
         for path in $order; do
-            if [[ "$path" == direct ]]; then u="$demo_url"; else u="$gateway_url"; fi
-            before="$(cpu_ticks "$gateway_pid")"
-            read -r rps p50 cpu < <(wrk_run "$u" "$c" "$work/$path.lua" "$demo_pid" "$seconds")
-            after="$(cpu_ticks "$gateway_pid")"
+            case "$path" in
+            direct) u="$demo_url" hop_pid="$gateway_pid" script=direct ;;
+            gateway) u="$gateway_url" hop_pid="$gateway_pid" script=gateway ;;
+            before) u="$before_url" hop_pid="$before_pid" script=gateway ;;
+            esac
+            before="$(cpu_ticks "$hop_pid")"
+            read -r rps p50 cpu < <(wrk_run "$u" "$c" "$work/$script.lua" "$demo_pid" "$seconds")
+            after="$(cpu_ticks "$hop_pid")"
             requests="$(awk -v r="$rps" -v s="$seconds" 'BEGIN {printf "%d", r * s}')"
             hop="$(awk -v t="$((after - before))" -v hz="$(getconf CLK_TCK)" -v n="$requests" \
                 'BEGIN {printf "%.1f", t / hz * 1e6 / n}')"
@@ -81,7 +95,9 @@ stat = {k: tuple(mean([r[i] for r in v]) for i in range(4)) for k, v in rows.ite
 print()
 print("| path | c=1 req/s | c=1 p50 µs | c=32 req/s | demo CPU µs/call (c=32) | gateway CPU µs/call (c=32) |")
 print("|---|---:|---:|---:|---:|---:|")
-for path in ("direct", "gateway"):
+for path in ("direct", "gateway", "before"):
+    if (path, 1) not in stat:
+        continue
     one, many = stat[(path, 1)], stat[(path, 32)]
     print(f"| {path} | {one[0]:,.0f} | {one[1]:.0f} | {many[0]:,.0f} | {many[2]:.1f} | {many[3]:.1f} |")
 g1, g32 = stat[("gateway", 1)], stat[("gateway", 32)]

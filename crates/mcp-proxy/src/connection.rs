@@ -49,6 +49,7 @@ use crate::upstream_auth::UpstreamAuth;
 use crate::{
     CommandTarget, HttpTarget, ProxyError, UpstreamOptions,
     forwarding::{ForwardedHeaders, ForwardingClient},
+    post_client::PostClient,
     stateless::{PostError, Poster},
     stdout::{self, Fault},
     tls,
@@ -516,9 +517,9 @@ impl Upstream {
         let cancel = options.cancel.unwrap_or(&never);
         let timeout = self.inner.options.call_timeout;
         if let Some(poster) = &session.poster
-            && let Some(name) = poster.routes(&request)
+            && let Some(route) = poster.routes(&request)
         {
-            let posted = poster.post(request, &name, options.tasks_opt_in);
+            let posted = poster.post(request, route, options.tasks_opt_in);
             let outcome = tokio::select! {
                 outcome = tokio::time::timeout(timeout, posted) => outcome,
                 // Dropping the POST closes its connection: the upstream cancels the handler.
@@ -661,12 +662,19 @@ impl Upstream {
         if let Some(client) = self.inner.http_client.get() {
             return Ok(client.clone());
         }
-        let client = tls::http_client(target).map_err(|error| match error {
+        let named = |error| match error {
             ProxyError::Config(reason) => {
                 ProxyError::Config(format!("upstream '{}': {reason}", self.inner.name))
             }
             other => other,
-        })?;
+        };
+        let tls = tls::tls_config(target).map_err(named)?;
+        let client = tls::http_client(tls.clone()).map_err(named)?;
+        let post = match reqwest::Url::parse(&target.url) {
+            Ok(url) => PostClient::for_url(&url, tls, client.clone()),
+            // The session fails to connect to it anyway.
+            Err(_) => PostClient::Reqwest(client.clone()),
+        };
         Ok(self
             .inner
             .http_client
@@ -676,6 +684,7 @@ impl Upstream {
                     .as_ref()
                     .map(|auth| Arc::new(Credentials::new(auth, &target.url, client.clone()))),
                 http: client,
+                post,
             })
             .clone())
     }
@@ -855,11 +864,13 @@ impl Upstream {
                 if session.modern {
                     let poster = Poster::new(
                         client,
-                        config,
+                        config.uri.clone(),
+                        &config.custom_headers,
+                        max,
                         client_config().client_info,
                         session.capabilities.clone(),
                         with_tasks(&session.capabilities),
-                    );
+                    )?;
                     // A new session knows no tool schemas, so it could not add the
                     // `Mcp-Param-*` headers annotated arguments need: list the tools once, so
                     // rmcp's session learns them and the poster leaves those calls to it.

@@ -27,7 +27,10 @@ use rmcp::{
 
 #[cfg(doc)]
 use crate::HeaderPolicy;
-use crate::upstream_auth::{Credentials, RequestToken};
+use crate::{
+    post_client::PostClient,
+    upstream_auth::{Credentials, RequestToken},
+};
 
 /// The client headers one upstream request forwards (already filtered by the policy).
 #[derive(Debug, Clone)]
@@ -38,6 +41,8 @@ pub(crate) struct ForwardedHeaders(pub(crate) HeaderMap);
 pub(crate) struct ForwardingClient {
     pub(crate) http: reqwest::Client,
     pub(crate) credentials: Option<Arc<Credentials>>,
+    /// The client of the direct 2026-07-28 posts (`stateless.rs`).
+    pub(crate) post: PostClient,
 }
 
 type Headers = HashMap<HeaderName, HeaderValue>;

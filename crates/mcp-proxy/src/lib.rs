@@ -31,9 +31,11 @@
 
 #![warn(missing_docs)]
 
+mod answer;
 mod components;
 mod connection;
 mod error;
+mod event_stream;
 mod forwarding;
 #[cfg(feature = "gateway")]
 mod front_auth;
@@ -41,6 +43,7 @@ mod front_auth;
 pub mod gateway;
 pub mod headers;
 pub mod listing;
+mod post_client;
 mod server;
 mod stateless;
 mod stdout;

@@ -4,10 +4,11 @@
 //! info and capabilities), so it needs no session: one POST, one answer. rmcp's client sends
 //! every request through its session worker instead: a hand-off to the serving task and on
 //! to the transport worker and back, a clone of the message, and a JSON copy of it to compute
-//! the SEP-2243 headers. On the proxy's hot path that costs more than the HTTP exchange itself
-//! (BENCHMARKS.md, "Proxy hop"). [`Poster`] posts the request from the caller's own task with
-//! rmcp's HTTP client ([`StreamableHttpClient`], which keeps its status, auth and size
-//! handling), and reads the answer as a JSON body or from the SSE stream.
+//! the SEP-2243 headers. On the proxy's hot path that costs more than the HTTP exchange
+//! itself (BENCHMARKS.md, "Proxy hop"). [`Poster`] posts the request from the caller's own
+//! task: the URL parsed and the fixed headers built once per session, the message serialized
+//! once, and the answer read straight into the result its method returns ([`answer`]), from
+//! a JSON body or an SSE stream, each bounded by the upstream's message limit.
 //!
 //! Only calls take this path: `tools/call`, `resources/read`, `prompts/get` and
 //! `tasks/get|update|cancel`. Listings stay on the session (rmcp learns the tools' schemas
@@ -23,26 +24,28 @@ use std::{
 };
 
 use base64::{Engine as _, prelude::BASE64_STANDARD};
+use bytes::Bytes;
 use ferrymcp_types::{
     ClientCapabilities, ErrorData, Implementation, ProtocolVersion, ServerResult,
 };
 use futures::StreamExt as _;
-use http::{HeaderName, HeaderValue};
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use http_body_util::BodyExt as _;
 use rmcp::{
     model::{
-        ClientJsonRpcMessage, ClientRequest, GetMeta as _, RequestId, RequestMetaObject,
-        ServerJsonRpcMessage, Tool,
+        ClientJsonRpcMessage, ClientRequest, GetExtensions as _, GetMeta as _, RequestId,
+        RequestMetaObject, Tool,
     },
-    transport::{
-        common::http_header::{BASE64_HEADER_PREFIX, BASE64_HEADER_SUFFIX},
-        streamable_http_client::{
-            StreamableHttpClient as _, StreamableHttpClientTransportConfig, StreamableHttpError,
-            StreamableHttpPostResponse, StreamableHttpResponseLimits,
-        },
-    },
+    transport::common::http_header::{BASE64_HEADER_PREFIX, BASE64_HEADER_SUFFIX},
 };
 
-use crate::forwarding::ForwardingClient;
+use crate::{
+    answer::{self, Reading},
+    event_stream,
+    forwarding::{ForwardedHeaders, ForwardingClient},
+    post_client::{AnswerBody, PostClient},
+    upstream_auth::{Credentials, RequestToken},
+};
 
 /// Why a posted call failed.
 #[derive(Debug)]
@@ -55,12 +58,24 @@ pub(crate) enum PostError {
     Protocol(String),
 }
 
+const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
+const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+
+/// How much of a refused answer's body an error quotes.
+const QUOTED_BODY: usize = 512;
+
 /// Posts 2026-07-28 calls to one HTTP upstream.
 pub(crate) struct Poster {
-    client: ForwardingClient,
+    client: PostClient,
+    credentials: Option<Arc<Credentials>>,
+    /// The endpoint, parsed once.
+    url: http::Uri,
+    /// The endpoint as configured, whose password (if any) errors redact.
     uri: Arc<str>,
-    /// The target's configured headers.
-    headers: HashMap<HeaderName, HeaderValue>,
+    /// The target's configured headers, and those every call carries (`Accept`,
+    /// `Content-Type`, the protocol version).
+    headers: HeaderMap,
     /// `_meta` of a plain request, and of one that opts in to the tasks extension.
     meta: RequestMetaObject,
     meta_tasks: RequestMetaObject,
@@ -68,20 +83,22 @@ pub(crate) struct Poster {
     /// Tools whose schema has `x-mcp-header` annotations (their calls stay on the session).
     param_header_tools: RwLock<HashSet<String>>,
     /// The largest JSON body or SSE event an answer may have.
-    limits: StreamableHttpResponseLimits,
+    max_message: usize,
 }
 
 impl Poster {
-    /// Posts to the endpoint of `transport` (its URI, headers and response size
-    /// limits) with `client` (which adds the
-    /// request's token).
+    /// Posts to `uri` with `client` (which holds the upstream's credentials), adding the
+    /// target's `configured` headers; an answer's JSON body or SSE event may have at most
+    /// `max_message` bytes.
     pub(crate) fn new(
         client: ForwardingClient,
-        transport: StreamableHttpClientTransportConfig,
+        uri: Arc<str>,
+        configured: &HashMap<HeaderName, HeaderValue>,
+        max_message: usize,
         client_info: Implementation,
         capabilities: ClientCapabilities,
         capabilities_tasks: ClientCapabilities,
-    ) -> Self {
+    ) -> Result<Self, String> {
         let meta_of = |capabilities| {
             RequestMetaObject::with_client_context(
                 ProtocolVersion::V_2026_07_28,
@@ -89,19 +106,36 @@ impl Poster {
                 capabilities,
             )
         };
-        let mut limits = StreamableHttpResponseLimits::default();
-        limits.max_sse_event_size = transport.max_sse_event_size;
-        limits.max_json_response_size = transport.max_json_response_size;
-        Self {
-            client,
-            uri: transport.uri,
-            headers: transport.custom_headers,
+        let url = http::Uri::try_from(uri.as_ref())
+            .map_err(|e| crate::tls::redact_url_password(format!("the URL {uri}: {e}"), &uri))?;
+        let mut headers = HeaderMap::with_capacity(configured.len() + 6);
+        for (name, value) in configured {
+            headers.insert(name.clone(), value.clone());
+        }
+        headers.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        headers.insert(
+            MCP_PROTOCOL_VERSION,
+            HeaderValue::from_static(ProtocolVersion::V_2026_07_28.as_str()),
+        );
+        Ok(Self {
+            client: client.post,
+            credentials: client.credentials,
+            url,
+            uri,
+            headers,
             meta: meta_of(capabilities),
             meta_tasks: meta_of(capabilities_tasks),
             next_id: AtomicI64::new(1),
             param_header_tools: RwLock::new(HashSet::new()),
-            limits,
-        }
+            max_message,
+        })
     }
 
     /// Records which of the listed `tools` promote arguments to `Mcp-Param-*` headers.
@@ -119,10 +153,10 @@ impl Poster {
         }
     }
 
-    /// The `Mcp-Name` of `request` when it is a call this path posts; `None` sends it through
-    /// the session.
-    pub(crate) fn routes(&self, request: &ClientRequest) -> Option<String> {
-        let name = match request {
+    /// Where `request` goes on this path (its `Mcp-Method` and `Mcp-Name`) when it is a
+    /// call this path posts; `None` sends it through the session.
+    pub(crate) fn routes(&self, request: &ClientRequest) -> Option<Route> {
+        let (method, name) = match request {
             ClientRequest::CallToolRequest(call) => {
                 let tools = self
                     .param_header_tools
@@ -131,26 +165,31 @@ impl Poster {
                 if tools.contains(call.params.name.as_ref()) {
                     return None;
                 }
-                call.params.name.to_string()
+                ("tools/call", call.params.name.to_string())
             }
-            ClientRequest::ReadResourceRequest(read) => read.params.uri.clone(),
-            ClientRequest::GetPromptRequest(get) => get.params.name.clone(),
-            ClientRequest::GetTaskRequest(get) => get.params.task_id.clone(),
-            ClientRequest::UpdateTaskRequest(update) => update.params.task_id.clone(),
-            ClientRequest::CancelTaskRequest(cancel) => cancel.params.task_id.clone(),
+            ClientRequest::ReadResourceRequest(read) => ("resources/read", read.params.uri.clone()),
+            ClientRequest::GetPromptRequest(get) => ("prompts/get", get.params.name.clone()),
+            ClientRequest::GetTaskRequest(get) => ("tasks/get", get.params.task_id.clone()),
+            ClientRequest::UpdateTaskRequest(update) => {
+                ("tasks/update", update.params.task_id.clone())
+            }
+            ClientRequest::CancelTaskRequest(cancel) => {
+                ("tasks/cancel", cancel.params.task_id.clone())
+            }
             _ => return None,
         };
-        Some(name)
+        Some(Route { method, name })
     }
 
-    /// Posts `request` (whose `Mcp-Name` is `name`) and waits for its answer.
+    /// Posts `request` (which [`routes`](Self::routes) sends on `route`) and waits for its
+    /// answer.
     pub(crate) async fn post(
         &self,
         mut request: ClientRequest,
-        name: &str,
+        route: Route,
         tasks_opt_in: bool,
     ) -> Result<ServerResult, PostError> {
-        let method = request.method().to_owned();
+        let Route { method, name } = route;
         let meta = if tasks_opt_in {
             &self.meta_tasks
         } else {
@@ -160,109 +199,278 @@ impl Poster {
         for (key, value) in meta.iter() {
             request_meta.insert(key.clone(), value.clone());
         }
+        let forwarded = request.extensions_mut().remove::<ForwardedHeaders>();
+        let token = request.extensions_mut().remove::<RequestToken>();
         let id = RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed));
-        let message = ClientJsonRpcMessage::request(request, id.clone());
+        let body = serde_json::to_vec(&ClientJsonRpcMessage::request(request, id.clone()))
+            .map_err(|e| {
+                PostError::Protocol(format!("the request could not be serialized: {e}"))
+            })?;
+        let body = Bytes::from(body);
 
         let mut headers = self.headers.clone();
-        headers.insert(
-            HeaderName::from_static("mcp-protocol-version"),
-            HeaderValue::from_static(ProtocolVersion::V_2026_07_28.as_str()),
-        );
-        if let Ok(value) = HeaderValue::from_str(&method) {
-            headers.insert(HeaderName::from_static("mcp-method"), value);
+        headers.insert(MCP_METHOD, HeaderValue::from_static(method));
+        if let Ok(value) = HeaderValue::from_str(&header_value(&name)) {
+            headers.insert(MCP_NAME, value);
         }
-        if let Ok(value) = HeaderValue::from_str(&header_value(name)) {
-            headers.insert(HeaderName::from_static("mcp-name"), value);
+        if let Some(ForwardedHeaders(forwarded)) = forwarded {
+            for (name, value) in forwarded {
+                let Some(name) = name else { continue };
+                if name == header::AUTHORIZATION || name == header::PROXY_AUTHORIZATION {
+                    continue;
+                }
+                headers.entry(name).or_insert(value);
+            }
         }
 
-        let response = self
-            .client
-            .post_message_with_response_limits(
-                Arc::clone(&self.uri),
-                message,
-                None,
-                // The client picks the request's token (its extensions carry it).
-                None,
-                headers,
-                self.limits,
-            )
-            .await
-            .map_err(|error| match lost_or_protocol(error) {
-                PostError::Lost(reason) => {
-                    PostError::Lost(crate::tls::redact_url_password(reason, &self.uri))
-                }
-                PostError::Protocol(reason) => {
-                    PostError::Protocol(crate::tls::redact_url_password(reason, &self.uri))
-                }
-                upstream => upstream,
-            })?;
-        match response {
-            StreamableHttpPostResponse::Json(message, _) => {
-                answer_to(&id, message).unwrap_or_else(|| {
-                    Err(PostError::Protocol(format!(
-                        "the JSON body does not answer request {id}"
-                    )))
-                })
+        // A token that can be renewed gets one more try after a `401`.
+        let renewable = match (&self.credentials, &token) {
+            (Some(credentials), Some(used)) if credentials.refreshable() => {
+                Some((credentials, used, headers.clone(), body.clone()))
             }
-            StreamableHttpPostResponse::Sse(mut stream, _) => {
-                while let Some(event) = stream.next().await {
-                    let event = event.map_err(|e| PostError::Lost(e.to_string()))?;
+            _ => None,
+        };
+        let mut response = self.send(headers, body, token.as_ref()).await?;
+        if response.status() == StatusCode::UNAUTHORIZED
+            && let Some((credentials, used, headers, body)) = renewable
+        {
+            tracing::debug!("the upstream refused its token (401); fetching a new one");
+            if let Ok(fresh) = credentials.renew(used).await {
+                response = self.send(headers, body, Some(&fresh)).await?;
+            }
+        }
+        self.read(response, &id, method).await
+    }
+
+    /// One POST of `body`.
+    async fn send(
+        &self,
+        headers: HeaderMap,
+        body: Bytes,
+        token: Option<&RequestToken>,
+    ) -> Result<http::Response<AnswerBody>, PostError> {
+        let mut request = http::Request::new(body);
+        *request.method_mut() = http::Method::POST;
+        *request.uri_mut() = self.url.clone();
+        *request.headers_mut() = headers;
+        if let Some(token) = token {
+            let mut value =
+                HeaderValue::try_from(format!("Bearer {}", token.token)).map_err(|_| {
+                    PostError::Protocol("the upstream token is not a valid header value".to_owned())
+                })?;
+            value.set_sensitive(true);
+            request.headers_mut().insert(header::AUTHORIZATION, value);
+        }
+        self.client
+            .send(request)
+            .await
+            .map_err(|reason| PostError::Lost(self.redact(reason)))
+    }
+
+    /// The answer to request `id` in `response`.
+    async fn read(
+        &self,
+        response: http::Response<AnswerBody>,
+        id: &RequestId,
+        method: &str,
+    ) -> Result<ServerResult, PostError> {
+        let status = response.status();
+        let content_type = MediaType::of(response.headers());
+        if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
+            return Err(PostError::Protocol(format!(
+                "{status}, with no answer to the request"
+            )));
+        }
+        if !status.is_success() {
+            return Err(self.refused(response, content_type, id).await);
+        }
+        match content_type {
+            MediaType::Json => {
+                let body = self.body(response).await?;
+                match answer::read(&body, id, method) {
+                    Ok(Reading::Answer(answer)) => answer.map_err(PostError::Upstream),
+                    Ok(Reading::Other) => Err(PostError::Protocol(format!(
+                        "the JSON body does not answer request {id}"
+                    ))),
+                    Err(detail) => Err(PostError::Protocol(detail)),
+                }
+            }
+            MediaType::EventStream => {
+                let body = response.into_body().into_data_stream();
+                let mut events = event_stream::events(body, self.max_message);
+                while let Some(event) = events.next().await {
+                    let event = event.map_err(|error| {
+                        let reason = self.redact(error.to_string());
+                        if event_stream::broke_off(&error) {
+                            PostError::Lost(reason)
+                        } else {
+                            PostError::Protocol(format!("the SSE answer: {reason}"))
+                        }
+                    })?;
                     let Some(data) = event.data.filter(|d| !d.is_empty()) else {
                         continue;
                     };
-                    let message: ServerJsonRpcMessage = serde_json::from_str(&data)
-                        .map_err(|e| PostError::Protocol(format!("an SSE event: {e}")))?;
                     // Notifications about the call (progress, logs) are not forwarded, as on
                     // the session.
-                    if let Some(answer) = answer_to(&id, message) {
-                        return answer;
+                    match answer::read(data.as_bytes(), id, method) {
+                        Ok(Reading::Answer(answer)) => return answer.map_err(PostError::Upstream),
+                        Ok(Reading::Other) => {}
+                        Err(detail) => {
+                            return Err(PostError::Protocol(format!("an SSE event: {detail}")));
+                        }
                     }
                 }
                 Err(PostError::Lost(format!(
                     "the SSE stream ended before the answer to request {id}"
                 )))
             }
-            StreamableHttpPostResponse::Accepted => Err(PostError::Protocol(
-                "202 Accepted, with no answer to the request".to_owned(),
-            )),
-            other => Err(PostError::Protocol(format!(
-                "an unknown kind of answer: {other:?}"
+            MediaType::Other(content_type) => Err(PostError::Protocol(format!(
+                "HTTP {status} with the content type {content_type:?}, neither JSON nor SSE"
             ))),
         }
     }
-}
 
-/// The answer in `message` when it answers request `id`.
-fn answer_to(
-    id: &RequestId,
-    message: ServerJsonRpcMessage,
-) -> Option<Result<ServerResult, PostError>> {
-    match message {
-        ServerJsonRpcMessage::Response(response) if &response.id == id => Some(Ok(response.result)),
-        ServerJsonRpcMessage::Error(error) if error.id.as_ref().is_none_or(|e| e == id) => {
-            Some(Err(PostError::Upstream(error.error)))
+    /// The whole body of `response`, at most the message limit.
+    async fn body(&self, response: http::Response<AnswerBody>) -> Result<Bytes, PostError> {
+        let too_large = || {
+            PostError::Protocol(format!(
+                "HTTP response body exceeded the maximum size of {} bytes",
+                self.max_message
+            ))
+        };
+        if content_length(response.headers()).is_some_and(|n| n > self.max_message as u64) {
+            return Err(too_large());
         }
-        _ => None,
+        let mut body = response.into_body();
+        let mut first: Option<Bytes> = None;
+        let mut joined = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let frame =
+                frame.map_err(|error| PostError::Lost(self.redact(crate::tls::chain(&*error))))?;
+            let Ok(chunk) = frame.into_data() else {
+                continue;
+            };
+            let read = first.as_ref().map_or(0, Bytes::len) + joined.len() + chunk.len();
+            if read > self.max_message {
+                return Err(too_large());
+            }
+            // Most answers arrive in one chunk, which is kept as it is.
+            match first.take() {
+                None if joined.is_empty() => first = Some(chunk),
+                earlier => {
+                    if let Some(earlier) = earlier {
+                        joined.extend_from_slice(&earlier);
+                    }
+                    joined.extend_from_slice(&chunk);
+                }
+            }
+        }
+        Ok(first.unwrap_or_else(|| Bytes::from(joined)))
+    }
+
+    /// The error for an answer to request `id` with a status other than 2xx: the JSON-RPC
+    /// error its JSON body holds, else the status with the start of the body.
+    async fn refused(
+        &self,
+        response: http::Response<AnswerBody>,
+        content_type: MediaType,
+        id: &RequestId,
+    ) -> PostError {
+        let status = response.status();
+        let challenge = response
+            .headers()
+            .get(header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let retry_after = response
+            .headers()
+            .get(header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| v.len() <= 128)
+            .map(str::to_owned);
+        let refused_token = status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN;
+        let mut quoted = Vec::new();
+        if matches!(content_type, MediaType::Json) && !refused_token {
+            match self.body(response).await {
+                Ok(body) => {
+                    if let Ok(Reading::Answer(Err(error))) = answer::read(&body, id, "") {
+                        return PostError::Upstream(error);
+                    }
+                    quoted = body.to_vec();
+                }
+                Err(error) => return error,
+            }
+        } else {
+            let mut body = response.into_body();
+            while quoted.len() < QUOTED_BODY
+                && let Some(Ok(frame)) = body.frame().await
+            {
+                if let Some(chunk) = frame.data_ref() {
+                    quoted.extend_from_slice(chunk);
+                }
+            }
+        }
+        quoted.truncate(QUOTED_BODY);
+        let mut detail = match (refused_token, challenge) {
+            (true, Some(challenge)) => {
+                format!("the upstream refused the proxy's token (HTTP {status}, {challenge})")
+            }
+            _ => format!("HTTP {status}"),
+        };
+        if let Some(retry_after) = retry_after {
+            detail.push_str(&format!(", Retry-After: {retry_after}"));
+        }
+        let quoted = String::from_utf8_lossy(&quoted);
+        let quoted = quoted.trim();
+        if !quoted.is_empty() {
+            detail.push_str(": ");
+            detail.push_str(quoted);
+        }
+        PostError::Protocol(self.redact(detail))
+    }
+
+    /// `text` without the password of the endpoint's URL.
+    fn redact(&self, text: String) -> String {
+        crate::tls::redact_url_password(text, &self.uri)
     }
 }
 
-/// A transport failure: lost when the exchange broke off, a protocol error otherwise.
-fn lost_or_protocol(error: StreamableHttpError<reqwest::Error>) -> PostError {
-    match error {
-        StreamableHttpError::Client(error) if !error.is_status() && !error.is_decode() => {
-            PostError::Lost(crate::tls::chain(&error))
+/// The `Content-Length` in `headers`, when there is one.
+fn content_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse().ok())
+}
+
+/// The media type of an answer, as far as the path tells them apart.
+enum MediaType {
+    Json,
+    EventStream,
+    Other(Option<String>),
+}
+
+impl MediaType {
+    fn of(headers: &HeaderMap) -> Self {
+        let Some(value) = headers.get(header::CONTENT_TYPE) else {
+            return Self::Other(None);
+        };
+        let text = String::from_utf8_lossy(value.as_bytes());
+        let essence = text.split(';').next().unwrap_or_default().trim();
+        if essence.eq_ignore_ascii_case("application/json") {
+            Self::Json
+        } else if essence.eq_ignore_ascii_case("text/event-stream") {
+            Self::EventStream
+        } else {
+            Self::Other(Some(text.chars().take(100).collect()))
         }
-        StreamableHttpError::Io(error) => PostError::Lost(error.to_string()),
-        StreamableHttpError::Sse(error) => PostError::Lost(error.to_string()),
-        StreamableHttpError::UnexpectedEndOfStream => {
-            PostError::Lost("the response ended early".to_owned())
-        }
-        StreamableHttpError::AuthRequired(challenge) => PostError::Protocol(format!(
-            "the upstream refused the proxy's token (HTTP 401, {})",
-            challenge.www_authenticate_header
-        )),
-        other => PostError::Protocol(other.to_string()),
     }
+}
+
+/// Where a request goes on the direct path: its `Mcp-Method` and `Mcp-Name`.
+pub(crate) struct Route {
+    method: &'static str,
+    name: String,
 }
 
 /// `value` as a header value: as is when it is visible ASCII, else base64 in the SEP-2243

@@ -48,17 +48,21 @@ fn roots(target: &HttpTarget) -> Result<RootCertStore, String> {
     Ok(store)
 }
 
-/// The reqwest client every request to `target` goes through (the session's transport and
-/// the direct posts alike).
-pub(crate) fn http_client(target: &HttpTarget) -> Result<reqwest::Client, ProxyError> {
+/// The TLS configuration of every connection to `target`: its roots, HTTP/1.1 only.
+pub(crate) fn tls_config(target: &HttpTarget) -> Result<ClientConfig, ProxyError> {
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let mut tls = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| ProxyError::Config(format!("TLS versions: {e}")))?
         .with_root_certificates(roots(target).map_err(ProxyError::Config)?)
         .with_no_client_auth();
-    // reqwest is built for HTTP/1 only.
+    // Both clients speak HTTP/1 only.
     tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(tls)
+}
+
+/// The reqwest client of the session's transport and the token fetches, with `tls`.
+pub(crate) fn http_client(tls: ClientConfig) -> Result<reqwest::Client, ProxyError> {
     reqwest::Client::builder()
         .tls_backend_preconfigured(tls)
         // A redirect would re-send the body and headers (a bearer included) to an address

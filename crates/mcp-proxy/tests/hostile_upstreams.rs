@@ -291,3 +291,165 @@ async fn an_http_answer_over_the_message_limit_fails_the_call_only() {
             .is_ok()
     );
 }
+
+/// The answer a misbehaving upstream gives a direct `tools/call` of `tool`, if it misbehaves
+/// for that tool.
+fn misbehaving_answer(tool: &str) -> Option<Response> {
+    let answer = match tool {
+        "busy" => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [
+                (header::CONTENT_TYPE, "text/plain"),
+                (header::RETRY_AFTER, "7"),
+            ],
+            "come back later".to_owned(),
+        ),
+        "html" => (
+            StatusCode::OK,
+            [
+                (header::CONTENT_TYPE, "text/html"),
+                (header::CACHE_CONTROL, "no-store"),
+            ],
+            "<p>hello</p>".to_owned(),
+        ),
+        // A 2026-07-28 refusal: the JSON-RPC error in a 4xx answer (with no id, as for a
+        // request the server could not read).
+        "refused" => (
+            StatusCode::BAD_REQUEST,
+            [
+                (header::CONTENT_TYPE, "application/json"),
+                (header::CACHE_CONTROL, "no-store"),
+            ],
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32020,"message":"header mismatch"}}"#
+                .to_owned(),
+        ),
+        "accepted" => (
+            StatusCode::ACCEPTED,
+            [
+                (header::CONTENT_TYPE, "application/json"),
+                (header::CACHE_CONTROL, "no-store"),
+            ],
+            String::new(),
+        ),
+        // An SSE event that never ends, past the message limit.
+        "endless" => (
+            StatusCode::OK,
+            [
+                (header::CONTENT_TYPE, "text/event-stream"),
+                (header::CACHE_CONTROL, "no-store"),
+            ],
+            format!("data: {}", "x".repeat(8 * 1024)),
+        ),
+        _ => return None,
+    };
+    Some(answer.into_response())
+}
+
+#[tokio::test]
+async fn direct_calls_name_what_a_misbehaving_upstream_answered() {
+    // The session opens normally; the direct 2026-07-28 posts of some tools get answers no
+    // MCP server gives. Each fails that call only, saying what came back.
+    let misbehave = |request: Request, next: Next| async move {
+        let tool = request
+            .headers()
+            .get("mcp-name")
+            .and_then(|name| name.to_str().ok())
+            .map(str::to_owned);
+        match tool.as_deref().and_then(misbehaving_answer) {
+            Some(answer) => answer,
+            None => next.run(request).await,
+        }
+    };
+    let router = adder()
+        .http_router(&HttpConfig::new())
+        .expect("the default HTTP configuration is valid")
+        .layer(axum::middleware::from_fn(misbehave));
+    let addr = serve(router).await;
+    let upstream = Upstream::http("odd", HttpTarget::new(format!("http://{addr}/mcp")))
+        .with_options(UpstreamOptions::default().max_message_bytes(4 * 1024));
+    let failure = |tool: &'static str| {
+        let upstream = upstream.clone();
+        async move {
+            call(&upstream, tool, serde_json::json!({}))
+                .await
+                .expect_err(tool)
+        }
+    };
+
+    let busy = failure("busy").await.to_string();
+    for part in ["upstream 'odd'", "503", "Retry-After: 7", "come back later"] {
+        assert!(busy.contains(part), "{part}: {busy}");
+    }
+    let html = failure("html").await.to_string();
+    assert!(html.contains("text/html"), "{html}");
+    match failure("refused").await {
+        ProxyError::Upstream(error) => {
+            assert_eq!(error.code.0, -32020, "{error:?}");
+            assert_eq!(error.message, "header mismatch");
+        }
+        other => panic!("the upstream's JSON-RPC error is not kept: {other:?}"),
+    }
+    let accepted = failure("accepted").await.to_string();
+    assert!(accepted.contains("202"), "{accepted}");
+    let endless = failure("endless").await.to_string();
+    assert!(endless.contains("4096 bytes"), "{endless}");
+
+    // None of it stopped the upstream from answering.
+    assert_eq!(
+        call(&upstream, "add", serde_json::json!({"a": 2, "b": 3}))
+            .await
+            .expect("add"),
+        r#"[{"type":"text","text":"5"}]"#
+    );
+}
+
+#[tokio::test]
+async fn user_info_in_the_url_is_basic_authentication_on_every_post() {
+    // `http://user:password@host/` is the configured credential of the upstream: the session
+    // and the direct posts both send it as basic authentication, decoded.
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let record = Arc::clone(&seen);
+    let record_calls = move |request: Request, next: Next| {
+        let record = Arc::clone(&record);
+        async move {
+            let call = request
+                .headers()
+                .get("mcp-method")
+                .is_some_and(|m| m == "tools/call");
+            if call {
+                let authorization = request
+                    .headers()
+                    .get(header::AUTHORIZATION)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("none")
+                    .to_owned();
+                record
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(authorization);
+            }
+            next.run(request).await
+        }
+    };
+    let router = adder()
+        .http_router(&HttpConfig::new())
+        .expect("the default HTTP configuration is valid")
+        .layer(axum::middleware::from_fn(record_calls));
+    let addr = serve(router).await;
+    let upstream = Upstream::http(
+        "basic",
+        HttpTarget::new(format!("http://ops:pa%20ss@{addr}/mcp")),
+    );
+    assert_eq!(
+        call(&upstream, "add", serde_json::json!({"a": 2, "b": 3}))
+            .await
+            .expect("add"),
+        r#"[{"type":"text","text":"5"}]"#
+    );
+    let seen = seen
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    // base64("ops:pa ss")
+    assert_eq!(seen, vec!["Basic b3BzOnBhIHNz".to_owned()]);
+}

@@ -1,0 +1,198 @@
+//! An upstream's JSON-RPC message, read straight into the result its request's method
+//! returns.
+//!
+//! rmcp reads a server message into `ServerJsonRpcMessage`, whose result is an untagged
+//! union: serde buffers the JSON and tries some twenty result types in turn until one fits.
+//! The proxy knows which method it called, so it reads the envelope once, keeping the
+//! result as raw JSON, and then the result as the types that method returns, in the union's
+//! own order. A result that none of them reads falls back to the union, so an answer is
+//! never read differently from rmcp's reading, only faster.
+
+use ferrymcp_types::{
+    CallToolResult, ErrorData, GetPromptResult, ReadResourceResult, RequestId, ServerResult,
+};
+use rmcp::model::{CreateTaskResult, GetTaskResult, InputRequiredResult, JsonRpcVersion2_0};
+use serde::{Deserialize, de::DeserializeOwned};
+use serde_json::value::RawValue;
+
+/// A server message as the proxy reads it: which request it answers, and how.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(rename = "jsonrpc")]
+    _jsonrpc: JsonRpcVersion2_0,
+    #[serde(default)]
+    id: Option<RequestId>,
+    /// Present on requests and notifications, which answer nothing.
+    #[serde(default, borrow)]
+    method: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    result: Option<&'a RawValue>,
+    #[serde(default)]
+    error: Option<ErrorData>,
+}
+
+/// What one message from the upstream says about request `id` (a `method` request).
+// Matched once, where it is read: boxing the answer would cost an allocation per call.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub(crate) enum Reading {
+    /// The answer: the method's result, or the upstream's JSON-RPC error.
+    Answer(Result<ServerResult, ErrorData>),
+    /// A notification, a request, or the answer to another request.
+    Other,
+}
+
+/// Reads `message`, the JSON of one server message, as an answer to the `method` request
+/// `id`; `Err` says why it is no JSON-RPC message or its result no result of `method`.
+pub(crate) fn read(message: &[u8], id: &RequestId, method: &str) -> Result<Reading, String> {
+    let envelope: Envelope<'_> =
+        serde_json::from_slice(message).map_err(|e| format!("not a JSON-RPC message: {e}"))?;
+    if envelope.method.is_some() {
+        return Ok(Reading::Other);
+    }
+    match (envelope.result, envelope.error) {
+        (Some(result), None) if envelope.id.as_ref() == Some(id) => result_of(method, result)
+            .map(|result| Reading::Answer(Ok(result)))
+            .map_err(|e| format!("the result of {method}: {e}")),
+        // An error without an id answers the request whose POST it came on.
+        (None, Some(error)) if envelope.id.as_ref().is_none_or(|e| e == id) => {
+            Ok(Reading::Answer(Err(error)))
+        }
+        (Some(_), None) | (None, Some(_)) => Ok(Reading::Other),
+        _ => Err("a message with neither a method, a result nor an error".to_owned()),
+    }
+}
+
+/// `raw` read as a result of `method`: the types it returns first, the union last.
+fn result_of(method: &str, raw: &RawValue) -> Result<ServerResult, serde_json::Error> {
+    let typed = match method {
+        "tools/call" => as_::<CallToolResult>(raw, ServerResult::CallToolResult)
+            .or_else(|| as_::<CreateTaskResult>(raw, ServerResult::CreateTaskResult))
+            .or_else(|| as_::<InputRequiredResult>(raw, ServerResult::InputRequiredResult)),
+        "resources/read" => as_::<ReadResourceResult>(raw, ServerResult::ReadResourceResult)
+            .or_else(|| as_::<InputRequiredResult>(raw, ServerResult::InputRequiredResult)),
+        "prompts/get" => as_::<GetPromptResult>(raw, ServerResult::GetPromptResult)
+            .or_else(|| as_::<InputRequiredResult>(raw, ServerResult::InputRequiredResult)),
+        "tasks/get" => as_::<GetTaskResult>(raw, ServerResult::GetTaskResult),
+        _ => None,
+    };
+    match typed {
+        Some(result) => Ok(result),
+        None => serde_json::from_str(raw.get()),
+    }
+}
+
+/// `raw` as a `T`, wrapped by `variant`; `None` when it is no `T`.
+fn as_<T: DeserializeOwned>(
+    raw: &RawValue,
+    variant: fn(T) -> ServerResult,
+) -> Option<ServerResult> {
+    serde_json::from_str(raw.get()).ok().map(variant)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(json: serde_json::Value, method: &str) -> ServerResult {
+        let bytes = serde_json::to_vec(&json).unwrap();
+        match read(&bytes, &RequestId::Number(7), method) {
+            Ok(Reading::Answer(Ok(result))) => result,
+            other => panic!("not a result: {other:?}"),
+        }
+    }
+
+    /// Every result reads as the union reads it.
+    #[test]
+    fn results_read_as_the_union_reads_them() {
+        let cases = [
+            (
+                "tools/call",
+                serde_json::json!({"resultType": "complete", "content": [{"type": "text", "text": "5"}], "structuredContent": {"result": 5}}),
+            ),
+            (
+                "tools/call",
+                serde_json::json!({"content": [], "isError": true}),
+            ),
+            (
+                "tools/call",
+                serde_json::json!({"resultType": "task", "taskId": "t1", "status": "working", "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttlMs": 1000}),
+            ),
+            (
+                "tools/call",
+                serde_json::json!({"resultType": "input_required", "requestState": "s"}),
+            ),
+            // Fits no call result: the union's reading (an empty or custom result).
+            ("tools/call", serde_json::json!({"something": "else"})),
+            (
+                "resources/read",
+                serde_json::json!({"contents": [{"uri": "a://b", "text": "x"}]}),
+            ),
+            (
+                "prompts/get",
+                serde_json::json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}]}),
+            ),
+            (
+                "tasks/get",
+                serde_json::json!({"resultType": "complete", "taskId": "t1", "status": "completed", "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttlMs": 1000}),
+            ),
+            (
+                "tasks/cancel",
+                serde_json::json!({"resultType": "complete"}),
+            ),
+        ];
+        for (method, result) in cases {
+            let union: ServerResult = serde_json::from_value(result.clone()).unwrap();
+            let ours = answer(
+                serde_json::json!({"jsonrpc": "2.0", "id": 7, "result": result}),
+                method,
+            );
+            assert_eq!(
+                serde_json::to_value(&ours).unwrap(),
+                serde_json::to_value(&union).unwrap(),
+                "{method}"
+            );
+            assert_eq!(
+                std::mem::discriminant(&ours),
+                std::mem::discriminant(&union),
+                "{method}: {result}"
+            );
+        }
+    }
+
+    #[test]
+    fn errors_notifications_and_other_ids_are_told_apart() {
+        let read = |json: serde_json::Value| {
+            read(
+                &serde_json::to_vec(&json).unwrap(),
+                &RequestId::Number(7),
+                "tools/call",
+            )
+        };
+        let error = read(
+            serde_json::json!({"jsonrpc": "2.0", "id": 7, "error": {"code": -32602, "message": "bad"}}),
+        );
+        assert!(
+            matches!(error, Ok(Reading::Answer(Err(ref e))) if e.message == "bad"),
+            "{error:?}"
+        );
+        let anonymous = read(
+            serde_json::json!({"jsonrpc": "2.0", "error": {"code": -32700, "message": "parse"}}),
+        );
+        assert!(matches!(anonymous, Ok(Reading::Answer(Err(_)))));
+        for other in [
+            serde_json::json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {}}),
+            serde_json::json!({"jsonrpc": "2.0", "id": 8, "result": {}}),
+            serde_json::json!({"jsonrpc": "2.0", "id": "7", "result": {}}),
+        ] {
+            assert!(matches!(read(other), Ok(Reading::Other)));
+        }
+        for broken in [
+            serde_json::json!({"jsonrpc": "1.0", "id": 7, "result": {}}),
+            serde_json::json!({"jsonrpc": "2.0", "id": 7}),
+            serde_json::json!([1, 2]),
+        ] {
+            assert!(read(broken).is_err());
+        }
+    }
+}
