@@ -2,8 +2,8 @@
 //! the URL's credentials need it.
 //!
 //! reqwest parses the URL again for its redirect policy, checks proxies and layers a few
-//! services around hyper's client on every request; on the proxy's hot path that is a
-//! tenth of the hop's CPU. A direct post therefore goes through hyper's pooled client with
+//! services around hyper's client on every request; on the proxy's hot path that was a
+//! quarter of the hop's CPU. A direct post therefore goes through hyper's pooled client with
 //! the same TLS configuration (rustls, the target's roots, HTTP/1.1), `TCP_NODELAY` and no
 //! redirects, unless a system proxy (`HTTP_PROXY`, `HTTPS_PROXY`, `NO_PROXY`) applies to
 //! the upstream or its URL carries a user and password: those keep reqwest, which speaks
