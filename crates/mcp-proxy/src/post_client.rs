@@ -15,6 +15,9 @@ use http_body_util::{BodyExt as _, Full, combinators::UnsyncBoxBody};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::{Client, connect::HttpConnector};
 
+/// How long a pooled connection to an upstream may stay idle before it is closed.
+const IDLE_CONNECTION: std::time::Duration = std::time::Duration::from_secs(90);
+
 /// A body of an answer, whichever client read it.
 pub(crate) type AnswerBody = UnsyncBoxBody<Bytes, BoxError>;
 
@@ -59,7 +62,14 @@ impl PostClient {
             .https_or_http()
             .enable_http1()
             .wrap_connector(http);
-        Self::Hyper(Client::builder(hyper_util::rt::TokioExecutor::new()).build(connector))
+        // One connection per call in flight (the front's in-flight limit bounds them); one
+        // left idle is closed after `IDLE_CONNECTION`.
+        Self::Hyper(
+            Client::builder(hyper_util::rt::TokioExecutor::new())
+                .pool_idle_timeout(IDLE_CONNECTION)
+                .pool_timer(hyper_util::rt::TokioTimer::new())
+                .build(connector),
+        )
     }
 
     /// Sends `request`; `Err` holds the reason the exchange broke off, with its causes.

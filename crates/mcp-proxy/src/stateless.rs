@@ -106,7 +106,7 @@ impl Poster {
                 capabilities,
             )
         };
-        let url = http::Uri::try_from(uri.as_ref())
+        let url = endpoint(&uri)
             .map_err(|e| crate::tls::redact_url_password(format!("the URL {uri}: {e}"), &uri))?;
         let mut headers = HeaderMap::with_capacity(configured.len() + 6);
         for (name, value) in configured {
@@ -435,6 +435,13 @@ impl Poster {
     }
 }
 
+/// The URI of the endpoint `url`, as the session's client reads it: parsed as a URL first,
+/// so that a host in Unicode becomes its ASCII (punycode) form, which `http::Uri` requires.
+fn endpoint(url: &str) -> Result<http::Uri, String> {
+    let url = reqwest::Url::parse(url).map_err(|e| e.to_string())?;
+    http::Uri::try_from(url.as_str()).map_err(|e| e.to_string())
+}
+
 /// The `Content-Length` in `headers`, when there is one.
 fn content_length(headers: &HeaderMap) -> Option<u64> {
     headers
@@ -508,6 +515,15 @@ fn has_param_headers(schema: &serde_json::Map<String, serde_json::Value>) -> boo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_endpoint_with_a_unicode_host_is_posted_to_in_its_ascii_form() {
+        let uri = endpoint("http://bücher.example:8080/mcp?x=1").expect("a valid URL");
+        assert_eq!(uri.host(), Some("xn--bcher-kva.example"));
+        assert_eq!(uri.port_u16(), Some(8080));
+        assert_eq!(uri.path_and_query().map(|p| p.as_str()), Some("/mcp?x=1"));
+        assert!(endpoint("not a url").is_err());
+    }
 
     #[test]
     fn header_values_are_wrapped_only_when_they_must_be() {

@@ -295,6 +295,31 @@ async fn an_http_answer_over_the_message_limit_fails_the_call_only() {
 /// The answer a misbehaving upstream gives a direct `tools/call` of `tool`, if it misbehaves
 /// for that tool.
 fn misbehaving_answer(tool: &str) -> Option<Response> {
+    if tool == "cut" {
+        // The connection breaks in the middle of the JSON body: the first half goes out
+        // (the body is pending once, so the server flushes it), then the body fails.
+        let body = futures::stream::unfold(0, |step| async move {
+            match step {
+                0 => Some((
+                    Ok(axum::body::Bytes::from_static(br#"{"jsonrpc":"2.0","id":"#)),
+                    1,
+                )),
+                1 => {
+                    tokio::task::yield_now().await;
+                    Some((Err(std::io::Error::other("cut")), 2))
+                }
+                _ => None,
+            }
+        });
+        return Some(
+            (
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, "application/json")],
+                axum::body::Body::from_stream(body),
+            )
+                .into_response(),
+        );
+    }
     let answer = match tool {
         "busy" => (
             StatusCode::SERVICE_UNAVAILABLE,
@@ -393,8 +418,13 @@ async fn direct_calls_name_what_a_misbehaving_upstream_answered() {
     assert!(accepted.contains("202"), "{accepted}");
     let endless = failure("endless").await.to_string();
     assert!(endless.contains("4096 bytes"), "{endless}");
+    let cut = failure("cut").await;
+    assert!(
+        cut.is_connection_lost(),
+        "a broken answer is a lost connection: {cut:?}"
+    );
 
-    // None of it stopped the upstream from answering.
+    // None of it stopped the upstream from answering (after the cut, on a new session).
     assert_eq!(
         call(&upstream, "add", serde_json::json!({"a": 2, "b": 3}))
             .await
