@@ -8,6 +8,10 @@
 //! # Several processes on one Redis (build with `--features redis`):
 //! cargo run --features redis --example demo -- --http 127.0.0.1:8000 --tasks-url redis://127.0.0.1:6379/0 --no-worker
 //! cargo run --features redis --example demo -- worker --tasks-url redis://127.0.0.1:6379/0
+//! # Prometheus metrics at /metrics (a worker process: `worker --metrics 127.0.0.1:9464`):
+//! cargo run --example demo -- --http 127.0.0.1:8000 --metrics
+//! # Spans to an OpenTelemetry collector (build with `--features otlp`):
+//! cargo run --features otlp --example demo -- --http 127.0.0.1:8000 --otlp http://127.0.0.1:4318/v1/traces
 //! # OAuth: bearer tokens from an issuer, for this audience (this server's URL):
 //! cargo run --example demo -- --http 127.0.0.1:8000 \
 //!     --auth-issuer http://127.0.0.1:9000 --auth-audience http://127.0.0.1:8000/mcp
@@ -60,6 +64,7 @@ use ferrymcp::{
         verify::{CachedVerifier, JwtVerifier},
     },
     completion::Completion,
+    metrics::MetricsExporter,
     tasks::{TasksConfig, TasksExtension, Worker},
     types::{CallToolResponse, ErrorData, TaskSupport},
 };
@@ -103,6 +108,14 @@ struct Cli {
         requires = "auth_issuer"
     )]
     auth_audience: Option<String>,
+    /// On HTTP: serve Prometheus metrics at /metrics on the same address.
+    #[arg(long, requires = "http")]
+    metrics: bool,
+    /// Export spans (requests, task runs) over OTLP/HTTP to this collector URL, such as
+    /// http://127.0.0.1:4318/v1/traces (build with `--features otlp`).
+    #[cfg(feature = "otlp")]
+    #[arg(long, value_name = "URL", global = true)]
+    otlp: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -114,6 +127,9 @@ enum Command {
         /// How many tasks to run at once (overrides MCP_TASKS_CONCURRENCY).
         #[arg(long)]
         concurrency: Option<usize>,
+        /// Serve Prometheus metrics at http://ADDR/metrics (port 0 picks a free port).
+        #[arg(long, value_name = "ADDR")]
+        metrics: Option<SocketAddr>,
     },
 }
 
@@ -330,16 +346,8 @@ fn demo_server(config: TasksConfig, auth: bool) -> Result<Server, ServerError> {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // Logs go to stderr: on stdio, stdout carries only protocol messages.
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "warn,rmcp::service=error".into()),
-        )
-        .init();
-
     let cli = Cli::parse();
+    let _otlp = telemetry(&cli)?;
     let mut config = TasksConfig::from_env();
     if let Some(url) = &cli.tasks_url {
         config = config.with_url(url.clone());
@@ -347,7 +355,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if cli.no_worker {
         config = config.with_embedded_worker(false);
     }
-    if let Some(Command::Worker { concurrency }) = cli.command {
+    if let Some(Command::Worker {
+        concurrency,
+        metrics,
+    }) = cli.command
+    {
         if let Some(concurrency) = concurrency {
             config = config.with_concurrency(concurrency);
         }
@@ -357,7 +369,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             worker.id().as_str(),
             ferrymcp::tasks::redacted_url(&config.url)
         );
+        let stop_metrics = tokio_util::sync::CancellationToken::new();
+        if let Some(addr) = metrics {
+            let exporter = MetricsExporter::install()?;
+            let listener = tokio::net::TcpListener::bind(addr).await?;
+            eprintln!("metrics on http://{}/metrics", listener.local_addr()?);
+            let stop = stop_metrics.clone().cancelled_owned();
+            tokio::spawn(async move { exporter.serve(listener, "/metrics", stop).await });
+        }
         worker.run_until_signal().await;
+        stop_metrics.cancel();
         return Ok(());
     }
     let auth = cli.auth_issuer.zip(cli.auth_audience);
@@ -369,8 +390,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 http_config = http_config.auth(resource_server(&issuer, &audience)?);
                 eprintln!("OAuth: tokens from {issuer} for {audience}");
             }
-            let http = HttpServer::bind(server, addr, http_config).await?;
+            let mut http = HttpServer::bind(server, addr, http_config).await?;
             eprintln!("listening on http://{}/mcp", http.local_addr());
+            if cli.metrics {
+                http = http.merge(MetricsExporter::install()?.router("/metrics"));
+                eprintln!("metrics on http://{}/metrics", http.local_addr());
+            }
             http.run_until(async {
                 let _ = tokio::signal::ctrl_c().await;
             })
@@ -386,6 +411,43 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     Ok(())
+}
+
+/// Logs to stderr (on stdio, stdout carries only protocol messages), filtered by `RUST_LOG`;
+/// with `--otlp` (feature `otlp`), spans at `info` and above are also exported there. The
+/// returned exporter flushes its last spans when dropped at exit.
+fn telemetry(cli: &Cli) -> Result<Option<OtlpGuard>, Box<dyn std::error::Error>> {
+    use tracing_subscriber::{Layer as _, prelude::*};
+    let logs = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "warn,rmcp::service=error".into()),
+        );
+    #[cfg(feature = "otlp")]
+    if let Some(endpoint) = &cli.otlp {
+        let otlp = ferrymcp::trace_context::OtlpTracing::install(endpoint, "ferrymcp-demo")?;
+        let spans = otlp
+            .layer()
+            .with_filter(tracing_subscriber::filter::LevelFilter::INFO);
+        tracing_subscriber::registry().with(logs).with(spans).init();
+        return Ok(Some(OtlpGuard(Some(otlp))));
+    }
+    let _ = cli;
+    tracing_subscriber::registry().with(logs).init();
+    Ok(None)
+}
+
+/// Flushes the OTLP exporter's last spans when the demo exits.
+struct OtlpGuard(#[cfg(feature = "otlp")] Option<ferrymcp::trace_context::OtlpTracing>);
+
+impl Drop for OtlpGuard {
+    fn drop(&mut self) {
+        #[cfg(feature = "otlp")]
+        if let Some(otlp) = self.0.take() {
+            otlp.shutdown();
+        }
+    }
 }
 
 /// The resource server of `--auth-issuer`/`--auth-audience`: JWTs from `issuer` (keys from

@@ -433,3 +433,95 @@ async fn a_cancel_through_another_server_stops_the_tool_on_its_worker() {
     );
     let _ = std::fs::remove_file(&ledger);
 }
+
+/// Metrics across a fleet: 4 idempotent `count_task`s on 2 workers (2 runs each), one worker
+/// killed (`kill -9`) while both hold runs. The survivor's `/metrics` counts the 2 runs it
+/// started again (`mcp_task_retries_total`) and every completed run; the lapsed leases are
+/// counted as reruns by whichever process swept them; the server counts the 4 tasks it
+/// created and reads the queue's counts from Redis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_worker_shows_in_the_fleets_metrics() {
+    use ferrymcp_test_helpers::metrics::Scrape;
+
+    let _alone = ONE_FLEET_AT_A_TIME.lock().await;
+    let mut queue = queue("metrics", 1000).await;
+    let url = queue.url.clone();
+    let server = common::spawn_demo_http_with(
+        &["--tasks-url", url.as_str(), "--no-worker", "--metrics"],
+        &[],
+    )
+    .await;
+    let server_metrics = server.url.replace("/mcp", "/metrics");
+    let worker_args = ["--tasks-url", url.as_str(), "--concurrency", "2"];
+    let (mut victim, _) = common::spawn_demo_worker_with_metrics(&worker_args, &[]).await;
+    let (_survivor, survivor_metrics) =
+        common::spawn_demo_worker_with_metrics(&worker_args, &[]).await;
+    let client = client(&server.url).await;
+
+    let mut ids = Vec::new();
+    for i in 0..4 {
+        let arguments = json!({"key": format!("m{i}"), "millis": 2000});
+        ids.push(submit(&client, "count_task", arguments).await);
+    }
+    // Each worker runs at most 2: both hold runs.
+    queue.wait_until_held(4).await;
+    let queued = Scrape::fetch(&server_metrics).await;
+    assert_eq!(
+        queued.value("mcp_tasks", &[("state", "running")]),
+        Some(4.0),
+        "{}",
+        queued.text()
+    );
+    victim.child.start_kill().expect("kill -9 a worker");
+    let _ = victim.child.wait().await;
+    for id in &ids {
+        let payload = drive(&client, id).await;
+        assert!(
+            matches!(payload, TaskPayload::Completed { .. }),
+            "an idempotent task lost with its worker runs again: {payload:?}"
+        );
+    }
+
+    let server_scrape = Scrape::fetch(&server_metrics).await;
+    let survivor = Scrape::fetch(&survivor_metrics).await;
+    let tool = [("tool", "count_task")];
+    assert_eq!(
+        server_scrape.value("mcp_tasks_created_total", &tool),
+        Some(4.0),
+        "{}",
+        server_scrape.text()
+    );
+    assert_eq!(
+        server_scrape.value("mcp_tasks", &[("state", "finished")]),
+        Some(4.0)
+    );
+    assert_eq!(
+        server_scrape.value("mcp_tasks", &[("state", "running")]),
+        Some(0.0)
+    );
+    assert_eq!(
+        survivor.value("mcp_task_retries_total", &tool),
+        Some(2.0),
+        "{}",
+        survivor.text()
+    );
+    assert_eq!(
+        survivor.value(
+            "mcp_task_runs_total",
+            &[("tool", "count_task"), ("outcome", "completed")]
+        ),
+        Some(4.0),
+        "its own 2 runs and the 2 it took over: {}",
+        survivor.text()
+    );
+    // The first runs waited for a worker; the reruns are not counted as waits.
+    assert_eq!(survivor.value("mcp_task_wait_seconds", &[]), Some(2.0));
+    let reruns = server_scrape.sum(
+        "mcp_task_lost_worker_recoveries_total",
+        &[("action", "rerun")],
+    ) + survivor.sum(
+        "mcp_task_lost_worker_recoveries_total",
+        &[("action", "rerun")],
+    );
+    assert_eq!(reruns, 2.0, "{}\n{}", server_scrape.text(), survivor.text());
+}

@@ -90,6 +90,23 @@ pub async fn spawn_demo_worker(args: &[&str], envs: &[(&str, &str)]) -> DemoWork
     DemoWorker { child }
 }
 
+/// Starts `demo worker` with extra `args`, `envs` and `--metrics 127.0.0.1:0`, and returns
+/// once it serves its metrics, with their URL.
+#[allow(dead_code)]
+pub async fn spawn_demo_worker_with_metrics(
+    args: &[&str],
+    envs: &[(&str, &str)],
+) -> (DemoWorker, String) {
+    let mut all = vec!["worker", "--metrics", "127.0.0.1:0"];
+    all.extend_from_slice(args);
+    let (child, url) = spawn_demo(&all, envs, |line| {
+        line.strip_prefix("metrics on ")
+            .map(|url| url.trim().to_owned())
+    })
+    .await;
+    (DemoWorker { child }, url)
+}
+
 /// Starts the demo with `args` and `envs` and reads its stderr until `ready` recognises a
 /// line; returns the child and what `ready` took from that line. The rest of stderr is
 /// drained, so the child never blocks on a full pipe.

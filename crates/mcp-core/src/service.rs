@@ -169,6 +169,26 @@ impl McpService {
         request: CallToolRequestParams,
         scope: RequestScope,
     ) -> Result<CallToolResponse, ErrorData> {
+        if !crate::metrics::enabled() {
+            return self.answer_call(request, scope).await;
+        }
+        let started = std::time::Instant::now();
+        let name = request.name.clone();
+        let answer = self.answer_call(request, scope).await;
+        let elapsed = started.elapsed();
+        crate::metrics::request_done("tools/call", crate::metrics::outcome(&answer), elapsed);
+        // Only tools the server has are labels: a client cannot make series of any name.
+        crate::metrics::tool_call_done(&name, tool_outcome(&answer), elapsed, |name| {
+            self.root.resolve(name, None).is_some()
+        });
+        answer
+    }
+
+    async fn answer_call(
+        &self,
+        request: CallToolRequestParams,
+        scope: RequestScope,
+    ) -> Result<CallToolResponse, ErrorData> {
         self.answer_in_scope(scope, request.into(), |call, version, cx| {
             self.root.dispatch_call(CallTool {
                 name: call.target.clone(),
@@ -212,7 +232,7 @@ impl McpService {
         F: Fn(&RoundRequest, Option<VersionSpec>, Context) -> Fut,
         Fut: Future<Output = Result<R, ErrorData>>,
     {
-        let span = scope_span(request.method, &base);
+        let span = scope_span(request.method, &base, &request.target);
         async move {
             let version = requested_version(base.meta())?;
             self.with_input_rounds(base, request, |request, cx| {
@@ -458,18 +478,71 @@ impl From<GetPromptRequestParams> for RoundRequest {
     }
 }
 
-/// The span a request is answered in: its JSON-RPC method and id. The method is given by
-/// the handler (rmcp hands each one its own request type).
+/// The span a request is answered in: its JSON-RPC method and id, continuing the trace of
+/// the `traceparent` header it came with (see [`crate::trace_context`]). The method is given
+/// by the handler (rmcp hands each one its own request type).
 fn request_span(method: &str, context: &RequestContext<RoleServer>) -> tracing::Span {
-    tracing::info_span!("mcp.request", method, id = %context.id)
+    let span = tracing::info_span!("mcp.request", method, id = %context.id);
+    continue_trace(&span, context.extensions.get::<http::request::Parts>());
+    span
 }
 
-/// [`request_span`] for a request whose scope is built.
-fn scope_span(method: &str, scope: &RequestScope) -> tracing::Span {
-    match scope.request_id() {
-        Some(id) => tracing::info_span!("mcp.request", method, id = %id),
-        None => tracing::info_span!("mcp.request", method),
+/// [`request_span`] for a request whose scope is built, with the tool a `tools/call` names
+/// and the caller's principal key (never a token).
+fn scope_span(method: &str, scope: &RequestScope, target: &str) -> tracing::Span {
+    let span = match scope.request_id() {
+        Some(id) => tracing::info_span!(
+            "mcp.request",
+            method,
+            id = %id,
+            tool = tracing::field::Empty,
+            principal = tracing::field::Empty
+        ),
+        None => tracing::info_span!(
+            "mcp.request",
+            method,
+            tool = tracing::field::Empty,
+            principal = tracing::field::Empty
+        ),
+    };
+    if !span.is_disabled() {
+        if method == "tools/call" {
+            span.record("tool", target);
+        }
+        if let Some(principal) = scope.principal() {
+            span.record("principal", principal.scope_key().as_str());
+        }
+        continue_trace(&span, scope.extensions().get::<http::request::Parts>());
     }
+    span
+}
+
+/// Makes `span` continue the W3C trace of the request's `traceparent` header, if any.
+fn continue_trace(span: &tracing::Span, parts: Option<&http::request::Parts>) {
+    if span.is_disabled() {
+        return;
+    }
+    if let Some(trace) =
+        parts.and_then(|parts| crate::trace_context::TraceContext::from_headers(&parts.headers))
+    {
+        trace.adopt(span);
+    }
+}
+
+/// How a `tools/call` ended, as an index into its counter's outcomes.
+fn tool_outcome(answer: &Result<CallToolResponse, ErrorData>) -> usize {
+    let outcome = match answer {
+        Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => "tool_error",
+        Ok(CallToolResponse::Complete(_)) => "ok",
+        Ok(CallToolResponse::Task(_)) => "task",
+        Ok(CallToolResponse::InputRequired(_)) => "input_required",
+        Ok(_) => "ok",
+        Err(_) => "error",
+    };
+    crate::metrics::TOOL_OUTCOMES
+        .iter()
+        .position(|known| *known == outcome)
+        .unwrap_or(0)
 }
 
 fn wrong_reply(method: &str) -> ErrorData {
@@ -683,21 +756,24 @@ impl ServerHandler for McpService {
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
         let span = request_span("initialize", &context);
-        async move {
-            self.legacy.store(true, Ordering::Release);
-            context.peer.set_peer_info(request.clone());
-            let result = self.negotiate_initialize(&request)?;
-            let message = Message::Initialize(Box::new(Initialize {
-                params: request,
-                result,
-                cx: self.context(context),
-            }));
-            match self.root.dispatch(message).await? {
-                Reply::Initialize(result) => Ok(*result),
-                _ => Err(wrong_reply("initialize")),
+        crate::metrics::observe_request(
+            "initialize",
+            async move {
+                self.legacy.store(true, Ordering::Release);
+                context.peer.set_peer_info(request.clone());
+                let result = self.negotiate_initialize(&request)?;
+                let message = Message::Initialize(Box::new(Initialize {
+                    params: request,
+                    result,
+                    cx: self.context(context),
+                }));
+                match self.root.dispatch(message).await? {
+                    Reply::Initialize(result) => Ok(*result),
+                    _ => Err(wrong_reply("initialize")),
+                }
             }
-        }
-        .instrument(span)
+            .instrument(span),
+        )
         .await
     }
 
@@ -706,21 +782,24 @@ impl ServerHandler for McpService {
         context: RequestContext<RoleServer>,
     ) -> Result<DiscoverResult, ErrorData> {
         let span = request_span("server/discover", &context);
-        async move {
-            let result = DiscoverResult::from_server_info(
-                self.supported_protocol_versions().into_owned(),
-                self.get_info(),
-            );
-            let message = Message::Discover(Box::new(Discover {
-                result,
-                cx: self.context(context),
-            }));
-            match self.root.dispatch(message).await? {
-                Reply::Discover(result) => Ok(*result),
-                _ => Err(wrong_reply("server/discover")),
+        crate::metrics::observe_request(
+            "server/discover",
+            async move {
+                let result = DiscoverResult::from_server_info(
+                    self.supported_protocol_versions().into_owned(),
+                    self.get_info(),
+                );
+                let message = Message::Discover(Box::new(Discover {
+                    result,
+                    cx: self.context(context),
+                }));
+                match self.root.dispatch(message).await? {
+                    Reply::Discover(result) => Ok(*result),
+                    _ => Err(wrong_reply("server/discover")),
+                }
             }
-        }
-        .instrument(span)
+            .instrument(span),
+        )
         .await
     }
 
@@ -738,11 +817,14 @@ impl ServerHandler for McpService {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let span = request_span("tools/list", &context);
-        async move {
-            let listed = self.root.list_of(self.context(context), true).await?;
-            Ok(ListToolsResult::with_all_items(wire_tools(listed)))
-        }
-        .instrument(span)
+        crate::metrics::observe_request(
+            "tools/list",
+            async move {
+                let listed = self.root.list_of(self.context(context), true).await?;
+                Ok(ListToolsResult::with_all_items(wire_tools(listed)))
+            }
+            .instrument(span),
+        )
         .await
     }
 
@@ -752,15 +834,20 @@ impl ServerHandler for McpService {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let span = request_span("resources/list", &context);
-        async move {
-            let listed: Vec<ResourceInfo> = self.root.list_of(self.context(context), true).await?;
-            let resources = highest_versions(listed, |r| r.uri().to_owned(), ResourceInfo::version)
-                .iter()
-                .map(ResourceInfo::to_resource)
-                .collect();
-            Ok(ListResourcesResult::with_all_items(resources))
-        }
-        .instrument(span)
+        crate::metrics::observe_request(
+            "resources/list",
+            async move {
+                let listed: Vec<ResourceInfo> =
+                    self.root.list_of(self.context(context), true).await?;
+                let resources =
+                    highest_versions(listed, |r| r.uri().to_owned(), ResourceInfo::version)
+                        .iter()
+                        .map(ResourceInfo::to_resource)
+                        .collect();
+                Ok(ListResourcesResult::with_all_items(resources))
+            }
+            .instrument(span),
+        )
         .await
     }
 
@@ -770,19 +857,23 @@ impl ServerHandler for McpService {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let span = request_span("resources/templates/list", &context);
-        async move {
-            let listed: Vec<TemplateInfo> = self.root.list_of(self.context(context), true).await?;
-            let templates = highest_versions(
-                listed,
-                |t| t.uri_template().to_owned(),
-                TemplateInfo::version,
-            )
-            .iter()
-            .map(TemplateInfo::to_resource_template)
-            .collect();
-            Ok(ListResourceTemplatesResult::with_all_items(templates))
-        }
-        .instrument(span)
+        crate::metrics::observe_request(
+            "resources/templates/list",
+            async move {
+                let listed: Vec<TemplateInfo> =
+                    self.root.list_of(self.context(context), true).await?;
+                let templates = highest_versions(
+                    listed,
+                    |t| t.uri_template().to_owned(),
+                    TemplateInfo::version,
+                )
+                .iter()
+                .map(TemplateInfo::to_resource_template)
+                .collect();
+                Ok(ListResourceTemplatesResult::with_all_items(templates))
+            }
+            .instrument(span),
+        )
         .await
     }
 
@@ -791,14 +882,17 @@ impl ServerHandler for McpService {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        self.answer_with_rounds(context, request.into(), |read, version, cx| {
-            self.root.dispatch_read(ReadResource {
-                uri: read.target.clone(),
-                version,
-                cx,
-                run_middleware: true,
-            })
-        })
+        crate::metrics::observe_request(
+            "resources/read",
+            self.answer_with_rounds(context, request.into(), |read, version, cx| {
+                self.root.dispatch_read(ReadResource {
+                    uri: read.target.clone(),
+                    version,
+                    cx,
+                    run_middleware: true,
+                })
+            }),
+        )
         .await
     }
 
@@ -808,15 +902,20 @@ impl ServerHandler for McpService {
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         let span = request_span("prompts/list", &context);
-        async move {
-            let listed: Vec<PromptInfo> = self.root.list_of(self.context(context), true).await?;
-            let prompts = highest_versions(listed, |p| p.name().to_owned(), PromptInfo::version)
-                .iter()
-                .map(PromptInfo::to_prompt)
-                .collect();
-            Ok(ListPromptsResult::with_all_items(prompts))
-        }
-        .instrument(span)
+        crate::metrics::observe_request(
+            "prompts/list",
+            async move {
+                let listed: Vec<PromptInfo> =
+                    self.root.list_of(self.context(context), true).await?;
+                let prompts =
+                    highest_versions(listed, |p| p.name().to_owned(), PromptInfo::version)
+                        .iter()
+                        .map(PromptInfo::to_prompt)
+                        .collect();
+                Ok(ListPromptsResult::with_all_items(prompts))
+            }
+            .instrument(span),
+        )
         .await
     }
 
@@ -825,15 +924,18 @@ impl ServerHandler for McpService {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        self.answer_with_rounds(context, request.into(), |get, version, cx| {
-            self.root.dispatch_get_prompt(GetPrompt {
-                name: get.target.clone(),
-                arguments: get.arguments.clone().unwrap_or_default(),
-                version,
-                cx,
-                run_middleware: true,
-            })
-        })
+        crate::metrics::observe_request(
+            "prompts/get",
+            self.answer_with_rounds(context, request.into(), |get, version, cx| {
+                self.root.dispatch_get_prompt(GetPrompt {
+                    name: get.target.clone(),
+                    arguments: get.arguments.clone().unwrap_or_default(),
+                    version,
+                    cx,
+                    run_middleware: true,
+                })
+            }),
+        )
         .await
     }
 
@@ -843,16 +945,19 @@ impl ServerHandler for McpService {
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         let span = request_span("completion/complete", &context);
-        async move {
-            let params = serde_json::to_value(request).ok();
-            let value = self.custom("completion/complete", params, context).await?;
-            serde_json::from_value(value).map_err(|e| {
-                crate::masked_internal_error(format_args!(
-                    "completion/complete produced an invalid result: {e}"
-                ))
-            })
-        }
-        .instrument(span)
+        crate::metrics::observe_request(
+            "completion/complete",
+            async move {
+                let params = serde_json::to_value(request).ok();
+                let value = self.custom("completion/complete", params, context).await?;
+                serde_json::from_value(value).map_err(|e| {
+                    crate::masked_internal_error(format_args!(
+                        "completion/complete produced an invalid result: {e}"
+                    ))
+                })
+            }
+            .instrument(span),
+        )
         .await
     }
 
@@ -863,16 +968,19 @@ impl ServerHandler for McpService {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let span = request_span("logging/setLevel", &context);
-        async move {
-            let level = LogLevel::from_wire(&request.level)
-                .ok_or_else(|| ErrorData::invalid_params("unknown logging level", None))?;
-            *self
-                .log_level
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner) = Some(level);
-            Ok(())
-        }
-        .instrument(span)
+        crate::metrics::observe_request(
+            "logging/setLevel",
+            async move {
+                let level = LogLevel::from_wire(&request.level)
+                    .ok_or_else(|| ErrorData::invalid_params("unknown logging level", None))?;
+                *self
+                    .log_level
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = Some(level);
+                Ok(())
+            }
+            .instrument(span),
+        )
         .await
     }
 
@@ -921,34 +1029,39 @@ impl ServerHandler for McpService {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let span = request_span("resources/subscribe", &context);
-        async move {
-            let peer = context.peer.clone();
-            let cx = self.context(context);
-            self.root.check_watchable(&cx, &request.uri)?;
-            {
-                let mut uris = self.watched.uris();
-                if !uris.contains(&request.uri) && uris.len() >= crate::MAX_RESOURCE_SUBSCRIPTIONS {
-                    return Err(ErrorData::invalid_params(
-                        format!(
-                            "this session already watches {} resources, the most it may",
-                            crate::MAX_RESOURCE_SUBSCRIPTIONS
-                        ),
-                        None,
+        crate::metrics::observe_request(
+            "resources/subscribe",
+            async move {
+                let peer = context.peer.clone();
+                let cx = self.context(context);
+                self.root.check_watchable(&cx, &request.uri)?;
+                {
+                    let mut uris = self.watched.uris();
+                    if !uris.contains(&request.uri)
+                        && uris.len() >= crate::MAX_RESOURCE_SUBSCRIPTIONS
+                    {
+                        return Err(ErrorData::invalid_params(
+                            format!(
+                                "this session already watches {} resources, the most it may",
+                                crate::MAX_RESOURCE_SUBSCRIPTIONS
+                            ),
+                            None,
+                        ));
+                    }
+                    uris.insert(request.uri);
+                }
+                if !self.watched.forwarding.swap(true, Ordering::AcqRel) {
+                    tokio::spawn(forward_resource_updates(
+                        self.root.resource_updates(),
+                        peer,
+                        Arc::clone(&self.watched),
+                        self.connection.0.clone(),
                     ));
                 }
-                uris.insert(request.uri);
+                Ok(())
             }
-            if !self.watched.forwarding.swap(true, Ordering::AcqRel) {
-                tokio::spawn(forward_resource_updates(
-                    self.root.resource_updates(),
-                    peer,
-                    Arc::clone(&self.watched),
-                    self.connection.0.clone(),
-                ));
-            }
-            Ok(())
-        }
-        .instrument(span)
+            .instrument(span),
+        )
         .await
     }
 
@@ -959,11 +1072,14 @@ impl ServerHandler for McpService {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let span = request_span("resources/unsubscribe", &context);
-        async move {
-            self.watched.uris().remove(&request.uri);
-            Ok(())
-        }
-        .instrument(span)
+        crate::metrics::observe_request(
+            "resources/unsubscribe",
+            async move {
+                self.watched.uris().remove(&request.uri);
+                Ok(())
+            }
+            .instrument(span),
+        )
         .await
     }
 
@@ -977,33 +1093,37 @@ impl ServerHandler for McpService {
         context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
         let span = request_span(&request.method, &context);
-        async move {
-            let CustomRequest { method, params, .. } = request;
-            if method == subscription::EXTENDED_LISTEN {
-                return self
-                    .listen_extended(params, context)
+        let method = crate::metrics::method_label(&request.method);
+        crate::metrics::observe_request(
+            method,
+            async move {
+                let CustomRequest { method, params, .. } = request;
+                if method == subscription::EXTENDED_LISTEN {
+                    return self
+                        .listen_extended(params, context)
+                        .await
+                        .map(CustomResult);
+                }
+                if REMOVED_IN_2026.contains(&method.as_str())
+                    && RequestScope::from_rmcp(context.clone()).era() == Era::Modern
+                {
+                    // A method 2026-07-28 removed is unknown there, whatever its params: -32601
+                    // (which rmcp's HTTP transport sends as 404), not -32602 for params it never reads.
+                    return Err(ErrorData::new(
+                        ErrorCode::METHOD_NOT_FOUND,
+                        format!("{method} is not a 2026-07-28 method"),
+                        None,
+                    ));
+                }
+                if let Some(error) = malformed_known_method(&method, params.clone()) {
+                    return Err(error);
+                }
+                self.custom(&method, params, context)
                     .await
-                    .map(CustomResult);
+                    .map(CustomResult)
             }
-            if REMOVED_IN_2026.contains(&method.as_str())
-                && RequestScope::from_rmcp(context.clone()).era() == Era::Modern
-            {
-                // A method 2026-07-28 removed is unknown there, whatever its params: -32601
-                // (which rmcp's HTTP transport sends as 404), not -32602 for params it never reads.
-                return Err(ErrorData::new(
-                    ErrorCode::METHOD_NOT_FOUND,
-                    format!("{method} is not a 2026-07-28 method"),
-                    None,
-                ));
-            }
-            if let Some(error) = malformed_known_method(&method, params.clone()) {
-                return Err(error);
-            }
-            self.custom(&method, params, context)
-                .await
-                .map(CustomResult)
-        }
-        .instrument(span)
+            .instrument(span),
+        )
         .await
     }
 
@@ -1013,16 +1133,19 @@ impl ServerHandler for McpService {
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
         let span = request_span("tasks/get", &context);
-        async move {
-            let params = serde_json::to_value(request).ok();
-            let value = self.custom("tasks/get", params, context).await?;
-            serde_json::from_value(value).map_err(|e| {
-                crate::masked_internal_error(format_args!(
-                    "tasks/get produced an invalid result: {e}"
-                ))
-            })
-        }
-        .instrument(span)
+        crate::metrics::observe_request(
+            "tasks/get",
+            async move {
+                let params = serde_json::to_value(request).ok();
+                let value = self.custom("tasks/get", params, context).await?;
+                serde_json::from_value(value).map_err(|e| {
+                    crate::masked_internal_error(format_args!(
+                        "tasks/get produced an invalid result: {e}"
+                    ))
+                })
+            }
+            .instrument(span),
+        )
         .await
     }
 
@@ -1032,11 +1155,14 @@ impl ServerHandler for McpService {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let span = request_span("tasks/update", &context);
-        async move {
-            let params = serde_json::to_value(request).ok();
-            self.custom("tasks/update", params, context).await.map(drop)
-        }
-        .instrument(span)
+        crate::metrics::observe_request(
+            "tasks/update",
+            async move {
+                let params = serde_json::to_value(request).ok();
+                self.custom("tasks/update", params, context).await.map(drop)
+            }
+            .instrument(span),
+        )
         .await
     }
 
@@ -1046,11 +1172,14 @@ impl ServerHandler for McpService {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let span = request_span("tasks/cancel", &context);
-        async move {
-            let params = serde_json::to_value(request).ok();
-            self.custom("tasks/cancel", params, context).await.map(drop)
-        }
-        .instrument(span)
+        crate::metrics::observe_request(
+            "tasks/cancel",
+            async move {
+                let params = serde_json::to_value(request).ok();
+                self.custom("tasks/cancel", params, context).await.map(drop)
+            }
+            .instrument(span),
+        )
         .await
     }
 

@@ -484,6 +484,22 @@ impl Upstream {
     /// ```
     pub async fn request(
         &self,
+        request: ClientRequest,
+        options: RequestOptions<'_>,
+    ) -> Result<ServerResult, ProxyError> {
+        if !ferrymcp_core::metrics::enabled() {
+            return self.send(request, options).await;
+        }
+        let method = ferrymcp_core::metrics::method_label(request.method());
+        let started = std::time::Instant::now();
+        let answer = self.send(request, options).await;
+        crate::metrics::upstream_done(&self.inner.name, method, &answer, started.elapsed());
+        answer
+    }
+
+    /// [`request`](Self::request) without its metrics.
+    async fn send(
+        &self,
         mut request: ClientRequest,
         options: RequestOptions<'_>,
     ) -> Result<ServerResult, ProxyError> {
@@ -493,9 +509,15 @@ impl Upstream {
         if options.tasks_opt_in && session.modern {
             peer_options = peer_options.with_meta(opt_in_meta(&session.capabilities));
         }
-        if let (Source::Http(target), Some(headers)) = (&self.inner.source, options.client_headers)
-        {
-            let forwarded = target.forward.filter(headers);
+        if let Source::Http(target) = &self.inner.source {
+            let mut forwarded = options
+                .client_headers
+                .map(|headers| target.forward.filter(headers))
+                .unwrap_or_default();
+            // The upstream's spans continue this request's trace.
+            if let Some(trace) = ferrymcp_core::trace_context::TraceContext::current() {
+                trace.insert_into(&mut forwarded);
+            }
             if !forwarded.is_empty() {
                 request.extensions_mut().insert(ForwardedHeaders(forwarded));
             }

@@ -15,6 +15,14 @@
 //! * `gateway` (feature `gateway`, not on by default): the `ferrymcp-gateway` binary's config
 //!   file and fronts; the feature adds its command line, config and log dependencies.
 //!
+//!
+//! With metrics switched on in the process (`ferrymcp_core::metrics`), every request to an
+//! upstream is counted in `mcp_upstream_requests_total` (labels `upstream`, `method`,
+//! `outcome`: `ok`, `error` for a JSON-RPC error it answered, `timeout`, `unavailable`,
+//! `protocol`, `credentials`) and timed in `mcp_upstream_request_duration_seconds`
+//! (`upstream`); `mcp_upstream_up` (`upstream`) is 1 after an answer and 0 after a timeout
+//! or a lost connection.
+//!
 //! ```
 //! use ferrymcp_proxy::{ClientFactory, ProxyTool};
 //! use ferrymcp_types::{TaskSupport, ToolDescriptor};
@@ -43,6 +51,7 @@ mod front_auth;
 pub mod gateway;
 pub mod headers;
 pub mod listing;
+mod metrics;
 mod post_client;
 mod server;
 mod stateless;

@@ -106,6 +106,9 @@ fn client_name(scope: &ferrymcp_core::RequestScope) -> Option<String> {
 /// and its value as data; arguments too large are invalid params, `-32602`); anything else
 /// is masked as an internal error.
 fn backend_error(error: BackendError) -> ErrorData {
+    if let BackendError::Limit(refusal) = &error {
+        crate::metrics::rejected(refusal.limit.setting());
+    }
     match error {
         BackendError::Limit(refusal) if refusal.limit == crate::backend::Limit::ArgumentBytes => {
             ErrorData::invalid_params(
@@ -332,6 +335,7 @@ impl TasksExtension {
             principal,
             // Answers gathered before the task existed go to its first run.
             input_responses: gathered.then(|| scope.input_responses().cloned()).flatten(),
+            trace: ferrymcp_core::trace_context::TraceContext::current(),
         };
         let context = match serde_json::to_value(&snapshot) {
             Ok(Value::Object(context)) => context,
@@ -358,6 +362,7 @@ impl TasksExtension {
             })
             .await
             .map_err(backend_error)?;
+        crate::metrics::created(&call.name);
         // The work may start only once this submission has been answered through the root's
         // middleware (D32): the order is guaranteed, not a race the worker usually loses.
         let backend = Arc::clone(&engine.backend);

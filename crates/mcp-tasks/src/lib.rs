@@ -43,6 +43,24 @@
 //! | [`config`] | [`TasksConfig`], from code and `MCP_TASKS_*` |
 //! | [`connect`](mod@connect) | [`connect()`]: the backend a URL names (`memory://`, `redis://`) |
 //! | `sealing` | (feature `redis`) `Sealer`: stored credentials encrypted at rest |
+//!
+//! # Metrics
+//!
+//! Once metrics are switched on in the process (`ferrymcp_core::metrics`: the Prometheus
+//! `MetricsExporter`, or a `metrics` recorder of your own), the engine records these. Tool
+//! labels are the root's tool names; limits are labelled by their setting.
+//!
+//! | metric | kind | labels | recorded by |
+//! |---|---|---|---|
+//! | `mcp_tasks_created_total` | counter | `tool` | the server that accepted the task |
+//! | `mcp_task_rejections_total` | counter | `limit` (`MCP_TASKS_MAX_TASKS_PER_CALLER`, ...) | the server that refused it |
+//! | `mcp_task_runs_total` | counter | `tool`, `outcome` (`completed`, `failed`, `input_required`, `stopped`) | the worker that ran it |
+//! | `mcp_task_run_duration_seconds` | histogram | `tool` | that worker |
+//! | `mcp_task_wait_seconds` | histogram | | that worker: from the task's creation to its first run |
+//! | `mcp_task_retries_total` | counter | `tool` | that worker: a run started again after a lost worker |
+//! | `mcp_task_lost_worker_recoveries_total` | counter | `action` (`rerun`, `fail`) | the process whose sweep found the lapsed lease |
+//! | `mcp_tasks` | gauge | `state` (`queued`, `running`, `waiting`, `finished`) | every process that sweeps, read from the store at each scrape |
+//! | `mcp_task_queue_depth` | gauge | | the same: runs waiting for a worker |
 
 #![warn(missing_docs)]
 
@@ -54,6 +72,7 @@ pub mod extension;
 pub mod http_headers;
 mod ids;
 pub mod lost_worker;
+mod metrics;
 pub mod owner;
 pub mod push;
 #[cfg(feature = "redis")]

@@ -31,6 +31,10 @@ pub struct TaskSnapshot {
     /// them as its `inputResponses`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_responses: Option<ferrymcp_types::InputResponses>,
+    /// The W3C trace context of the submitting request, when it was traced with
+    /// OpenTelemetry: the run's span continues that trace on whichever worker runs it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<ferrymcp_core::trace_context::TraceContext>,
 }
 
 /// The tool a snapshot names, looked up on `root` at exactly the recorded version.

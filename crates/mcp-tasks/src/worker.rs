@@ -405,6 +405,17 @@ impl Worker {
                     attempt = run.attempt,
                     round = run.round,
                 );
+                // The run continues the trace of the request that submitted the task.
+                if !span.is_disabled()
+                    && let Some(trace) = run.context.get("trace").and_then(|trace| {
+                        serde_json::from_value::<ferrymcp_core::trace_context::TraceContext>(
+                            trace.clone(),
+                        )
+                        .ok()
+                    })
+                {
+                    trace.adopt(&span);
+                }
                 jobs.spawn(
                     async move {
                         let task = run.lease.task.clone();
@@ -520,6 +531,8 @@ async fn wait_for_signal() {
 
 /// Runs the backend's expiry and lease recovery until `shutdown`.
 pub(crate) async fn sweep(backend: Arc<dyn TaskBackend>, shutdown: CancellationToken) {
+    // One process-wide reading of the store per sweeping process, while it sweeps.
+    let _gauges = crate::metrics::store_gauges(Arc::downgrade(&backend));
     let wakeup = backend.sweeper_wakeup();
     let mut backoff = Backoff::new();
     let mut outage = Outage::new("expiring tasks");
@@ -637,6 +650,20 @@ enum Outcome {
 
 /// Runs one claimed run and records its outcome.
 async fn execute(root: &Server, backend: &Arc<dyn TaskBackend>, run: Claimed, held: &RunLease) {
+    let started = Instant::now();
+    if run.attempt > 1 {
+        crate::metrics::retried(&run.tool);
+    } else if run.round == 1
+        && let Some(waited) = run
+            .created_at
+            .and_then(|created| std::time::SystemTime::now().duration_since(created).ok())
+    {
+        crate::metrics::waited(waited);
+    }
+    let tool_name = run.tool.clone();
+    let ran = |outcome: &'static str| {
+        crate::metrics::run_done(&tool_name, outcome, started.elapsed());
+    };
     let lease = run.lease.clone();
     let token = held.token.clone();
     let snapshot: TaskSnapshot =
@@ -671,13 +698,17 @@ async fn execute(root: &Server, backend: &Arc<dyn TaskBackend>, run: Claimed, he
             let running = root.run_in_background(lease.task.as_str(), call);
             let answered = tokio::select! {
                 biased;
-                () = token.cancelled() => return,
+                () = token.cancelled() => {
+                    ran("stopped");
+                    return;
+                }
                 () = held.lapsed() => {
                     tracing::warn!(
                         task = %lease.task,
                         "stopping a run whose lease could not be renewed in time; another worker may take it over"
                     );
                     token.cancel();
+                    ran("stopped");
                     return;
                 }
                 answered = running => answered,
@@ -685,6 +716,11 @@ async fn execute(root: &Server, backend: &Arc<dyn TaskBackend>, run: Claimed, he
             outcome_of(answered)
         }
     };
+    ran(match &outcome {
+        Outcome::Complete(_) => "completed",
+        Outcome::Fail(_) => "failed",
+        Outcome::Input(_) => "input_required",
+    });
     let backend = Arc::clone(backend);
     match outcome {
         Outcome::Complete(result) => {

@@ -4,6 +4,7 @@
 //!   `.ci/setup`) on a loopback port, issuing JWT and opaque access tokens to test clients;
 //! * [`fuzz`]: a seeded generator of hostile MCP messages, for fuzzing decoders on stable Rust;
 //! * [`http`]: a server on a loopback port and a raw 2026-07-28 client for it;
+//! * [`metrics`]: a scrape of a `/metrics` endpoint, with samples looked up by name and labels;
 //! * [`client`]: rmcp clients in either protocol era, and a client/server pair over an
 //!   in-memory duplex that drives the real wire without ports;
 //! * [`middleware`]: recording middleware (`CallTrace`, `HookRecorder`) and the shared `Log`;
@@ -26,6 +27,7 @@ pub mod client;
 pub mod fault_proxy;
 pub mod fuzz;
 pub mod http;
+pub mod metrics;
 pub mod middleware;
 pub mod redis;
 pub mod redis_persistent;

@@ -3,6 +3,8 @@
 //! ```text
 //! cargo run -p ferrymcp-proxy --bin ferrymcp-gateway -- --config gateway.toml            # stdio
 //! cargo run -p ferrymcp-proxy --bin ferrymcp-gateway -- --config gateway.toml --http 127.0.0.1:9000
+//! cargo run -p ferrymcp-proxy --bin ferrymcp-gateway -- --config gateway.toml --http 127.0.0.1:9000 --metrics
+//! cargo run -p ferrymcp-proxy --bin ferrymcp-gateway -- --config gateway.toml --otlp http://127.0.0.1:4318/v1/traces
 //! ```
 //!
 //! The config format is documented in `ferrymcp_proxy::gateway`.
@@ -10,8 +12,9 @@
 use std::{net::SocketAddr, path::PathBuf};
 
 use clap::Parser;
-use ferrymcp_core::HttpServer;
+use ferrymcp_core::{HttpServer, metrics::MetricsExporter, trace_context::OtlpTracing};
 use ferrymcp_proxy::gateway::GatewayConfig;
+use tracing_subscriber::{Layer as _, filter::LevelFilter, prelude::*};
 
 /// mimalloc: with glibc's allocator a gateway under load spends about a quarter of its CPU
 /// in `malloc`/`free` and their arena locks; mimalloc doubles its throughput at 32 callers
@@ -29,19 +32,42 @@ struct Cli {
     /// otherwise.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
+    /// With --http: serve Prometheus metrics (calls, upstreams' health and latency) at
+    /// /metrics on the same address.
+    #[arg(long, requires = "http")]
+    metrics: bool,
+    /// Export spans (requests, upstream calls) over OTLP/HTTP to this collector URL, such as
+    /// http://127.0.0.1:4318/v1/traces; upstreams get the W3C `traceparent` of each call.
+    #[arg(long, value_name = "URL")]
+    otlp: Option<String>,
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let cli = Cli::parse();
     // Logs go to stderr: on stdio, stdout carries only protocol messages.
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_env_filter(
+        .with_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| "warn,rmcp::service=error".into()),
-        )
-        .init();
-    let cli = Cli::parse();
+        );
+    let otlp = match &cli.otlp {
+        Some(endpoint) => Some(OtlpTracing::install(endpoint, "ferrymcp-gateway")?),
+        None => None,
+    };
+    let spans = otlp
+        .as_ref()
+        .map(|otlp| otlp.layer().with_filter(LevelFilter::INFO));
+    tracing_subscriber::registry().with(logs).with(spans).init();
+    let served = serve(cli).await;
+    if let Some(otlp) = otlp {
+        otlp.shutdown();
+    }
+    served
+}
+
+async fn serve(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     let config = GatewayConfig::load(&cli.config)?;
     if cli.http.is_none() && config.auth.is_some() {
         return Err("[auth] protects the HTTP front: serve it with --http".into());
@@ -51,8 +77,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = config.build().await?;
     match cli.http {
         Some(addr) => {
-            let http = HttpServer::bind(server, addr, http_config).await?;
+            let mut http = HttpServer::bind(server, addr, http_config).await?;
             eprintln!("listening on http://{}/mcp", http.local_addr());
+            if cli.metrics {
+                http = http.merge(MetricsExporter::install()?.router("/metrics"));
+                eprintln!("metrics on http://{}/metrics", http.local_addr());
+            }
             http.run_until(async {
                 let _ = tokio::signal::ctrl_c().await;
             })

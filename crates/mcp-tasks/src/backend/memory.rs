@@ -34,8 +34,8 @@ use tokio::{
 
 use super::{
     BackendError, CancelAck, Claimed, InputRound, LIMIT_CODE, Lease, LeaseState, Limit,
-    LimitExceeded, NewTask, Owner, TaskBackend, TaskLimits, TaskView, UpdateAck, WorkerEvent,
-    WorkerId, WriteAck,
+    LimitExceeded, NewTask, Owner, StoreStats, TaskBackend, TaskLimits, TaskView, UpdateAck,
+    WorkerEvent, WorkerId, WriteAck,
 };
 use crate::ids;
 
@@ -390,7 +390,9 @@ impl MemoryBackend {
         if record.attempt < record.max_attempts {
             record.released = true;
             self.enqueue(state, id);
+            crate::metrics::recovered("rerun", 1);
         } else {
+            crate::metrics::recovered("fail", 1);
             record.error = Some(pack(&json!({
                 "code": ferrymcp_types::codes::INTERNAL_ERROR,
                 "message": LOST_WORKER_MESSAGE,
@@ -663,6 +665,9 @@ impl TaskBackend for MemoryBackend {
                         round: record.round,
                         responses,
                         request_state: record.request_state.clone(),
+                        created_at: Some(
+                            std::time::UNIX_EPOCH + Duration::from_millis(record.created_at_ms),
+                        ),
                     });
                     raw.push((Arc::clone(&record.arguments), Arc::clone(&record.context)));
                     let fence = record.fence;
@@ -859,6 +864,24 @@ impl TaskBackend for MemoryBackend {
 
     fn lease(&self) -> Duration {
         self.lease
+    }
+
+    async fn stats(&self) -> Result<Option<StoreStats>, BackendError> {
+        let state = self.lock();
+        let mut stats = StoreStats::default();
+        for record in state.tasks.values() {
+            let count = if record.is_terminal() {
+                &mut stats.finished
+            } else if record.holder.is_some() {
+                &mut stats.running
+            } else if record.released {
+                &mut stats.queued
+            } else {
+                &mut stats.waiting
+            };
+            *count += 1;
+        }
+        Ok(Some(stats))
     }
 
     fn sweeper_wakeup(&self) -> Option<Arc<Notify>> {

@@ -163,6 +163,8 @@ pub struct Claimed {
     pub responses: Option<InputResponses>,
     /// The state the tool returned with its input requests.
     pub request_state: Option<String>,
+    /// When the task was created, if the store tells (how long its first run waited).
+    pub created_at: Option<std::time::SystemTime>,
 }
 
 /// What a heartbeat learns about a lease.
@@ -417,5 +419,41 @@ pub trait TaskBackend: Send + Sync + 'static {
     /// A notifier the sweeper also waits on, so a new, earlier deadline is not missed.
     fn sweeper_wakeup(&self) -> Option<std::sync::Arc<tokio::sync::Notify>> {
         None
+    }
+
+    /// How many tasks the store holds, by where they are (the metrics' `mcp_tasks` gauges),
+    /// or `None` from a backend that cannot tell.
+    async fn stats(&self) -> Result<Option<StoreStats>, BackendError> {
+        Ok(None)
+    }
+}
+
+/// How many tasks a store holds, by where they are.
+///
+/// ```
+/// let stats = ferrymcp_tasks::backend::StoreStats { queued: 3, running: 2, waiting: 0, finished: 7 };
+/// assert_eq!(stats.unfinished(), 5);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Runs waiting for a worker.
+    pub queued: u64,
+    /// Runs a worker holds.
+    pub running: u64,
+    /// Unfinished tasks with no run queued or held: waiting for the client's input, or
+    /// for the release of their first run.
+    pub waiting: u64,
+    /// Tasks that ended (completed, failed or cancelled) and are kept until they expire.
+    pub finished: u64,
+}
+
+impl StoreStats {
+    /// Tasks not yet ended.
+    ///
+    /// ```
+    /// assert_eq!(ferrymcp_tasks::backend::StoreStats::default().unfinished(), 0);
+    /// ```
+    pub fn unfinished(&self) -> u64 {
+        self.queued + self.running + self.waiting
     }
 }

@@ -48,6 +48,28 @@ pub(super) async fn serve(
 ) {
     let connections = Arc::new(Semaphore::new(limits.max_connections));
     let in_flight = Arc::new(Semaphore::new(limits.max_in_flight));
+    // Read at each scrape: what the limits' semaphores hold out.
+    let _gauges = {
+        let (connections, in_flight) = (Arc::downgrade(&connections), Arc::downgrade(&in_flight));
+        crate::metrics::on_scrape(move || {
+            let held = |semaphore: &std::sync::Weak<Semaphore>, max: usize| {
+                semaphore
+                    .upgrade()
+                    .map_or(0.0, |s| max.saturating_sub(s.available_permits()) as f64)
+            };
+            let readings = vec![
+                crate::metrics::Reading::new(
+                    "mcp_http_connections",
+                    held(&connections, limits.max_connections),
+                ),
+                crate::metrics::Reading::new(
+                    "mcp_http_requests_in_flight",
+                    held(&in_flight, limits.max_in_flight),
+                ),
+            ];
+            Box::pin(std::future::ready(readings))
+        })
+    };
     let tracker = TaskTracker::new();
     loop {
         let accepted = tokio::select! {

@@ -38,6 +38,8 @@ pub(super) struct Endpoint {
     /// The resource server, when the endpoint needs bearer tokens.
     #[cfg(feature = "auth")]
     pub(super) gate: Option<Arc<super::bearer::Gate>>,
+    /// Keeps the open sessions' gauge read while the endpoint is served.
+    pub(super) _sessions_gauge: crate::metrics::ScrapeGuard,
 }
 
 /// The middleware function, mounted with `axum::middleware::from_fn_with_state`.

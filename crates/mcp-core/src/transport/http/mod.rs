@@ -95,7 +95,24 @@ impl Server {
                 .disable_allowed_hosts()
                 .disable_allowed_origins(),
         );
+        let sessions_gauge = {
+            let sessions = Arc::downgrade(&sessions);
+            crate::metrics::on_scrape(move || {
+                let sessions = sessions.clone();
+                Box::pin(async move {
+                    let open = match sessions.upgrade() {
+                        Some(sessions) => sessions.sessions.read().await.len(),
+                        None => 0,
+                    };
+                    vec![crate::metrics::Reading::new(
+                        "mcp_http_sessions",
+                        open as f64,
+                    )]
+                })
+            })
+        };
         let endpoint = Arc::new(endpoint::Endpoint {
+            _sessions_gauge: sessions_gauge,
             access,
             max_body_bytes: config.max_body_bytes,
             body_timeout: config.body_timeout,
@@ -213,6 +230,32 @@ where
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
         (*self.0).clone().call(request)
     }
+}
+
+/// Serves `router` alone on `listener` until `shutdown`, with [`HttpConfig`]'s default
+/// connection, in-flight and time limits: for side listeners such as a worker's metrics.
+#[cfg(feature = "metrics")]
+pub(crate) async fn serve_router(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
+    let defaults = HttpConfig::new();
+    let token = CancellationToken::new();
+    let stop = token.clone();
+    let watcher = tokio::spawn(async move {
+        shutdown.await;
+        stop.cancel();
+    });
+    let limits = connection::Limits {
+        max_connections: defaults.max_connections,
+        max_in_flight: defaults.max_in_flight,
+        header_timeout: defaults.header_timeout,
+        idle_timeout: defaults.idle_timeout,
+    };
+    let log = Arc::new(reject_log::RejectLog::default());
+    connection::serve(listener, router, limits, token, log).await;
+    watcher.abort();
 }
 
 fn config_error(error: HttpConfigError) -> ServerError {

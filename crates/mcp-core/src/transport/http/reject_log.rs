@@ -71,8 +71,10 @@ impl Default for RejectLog {
 }
 
 impl RejectLog {
-    /// Records a refusal; logs it if none of its kind was logged in the current window.
+    /// Records a refusal (counted in `mcp_http_rejections_total` by its limit); logs it if
+    /// none of its kind was logged in the current window.
     pub(super) fn refused(&self, kind: Kind, detail: &dyn std::fmt::Display) {
+        crate::metrics::rejected(kind.name());
         let index = Kind::ALL.iter().position(|k| *k == kind).unwrap_or(0);
         let suppressed = {
             let Ok(mut window) = self.last[index].lock() else {

@@ -58,8 +58,8 @@ pub use options::{DEFAULT_LEASE, DEFAULT_RESPONSE_TIMEOUT, RedisOptions};
 
 use super::{
     BackendError, CancelAck, Claimed, InputRound, LIMIT_CODE, Lease, LeaseState, Limit,
-    LimitExceeded, NewTask, Owner, TaskBackend, TaskLimits, TaskView, UpdateAck, WorkerEvent,
-    WorkerId, WriteAck, memory::whole_ms,
+    LimitExceeded, NewTask, Owner, StoreStats, TaskBackend, TaskLimits, TaskView, UpdateAck,
+    WorkerEvent, WorkerId, WriteAck, memory::whole_ms,
 };
 use crate::{ids, sealing};
 use reply::{corrupt, int, items, pairs, take_text, text, uint};
@@ -662,6 +662,10 @@ impl RedisBackend {
             round,
             responses: (round > 1).then_some(answers),
             request_state: take_text(&mut row[9]),
+            created_at: row
+                .get(11)
+                .and_then(uint)
+                .map(|ms| std::time::UNIX_EPOCH + Duration::from_millis(ms)),
             lease,
         }))
     }
@@ -1045,7 +1049,10 @@ impl TaskBackend for RedisBackend {
                     &[&batch, &error, LOST_WORKER_MESSAGE],
                 )
                 .await?;
-            let seen = items(reply, "recover")?.first().and_then(uint).unwrap_or(0);
+            let reply = items(reply, "recover")?;
+            let seen = reply.first().and_then(uint).unwrap_or(0);
+            crate::metrics::recovered("rerun", reply.get(2).and_then(uint).unwrap_or(0));
+            crate::metrics::recovered("fail", reply.get(3).and_then(uint).unwrap_or(0));
             if seen < u64::try_from(RECOVER_BATCH).unwrap_or(u64::MAX) {
                 break;
             }
@@ -1070,6 +1077,19 @@ impl TaskBackend for RedisBackend {
             .run(&self.scripts.watch, &[id, &self.owner_tags(owner)])
             .await?;
         Ok(reply != Value::Nil)
+    }
+
+    async fn stats(&self) -> Result<Option<StoreStats>, BackendError> {
+        let reply = items(self.run(&self.scripts.stats, &[]).await?, "stats")?;
+        let count = |i: usize| reply.get(i).and_then(uint).unwrap_or(0);
+        // Parked first runs (count 1) wait for their release: they are among `waiting`.
+        let (ready, leased, unfinished, kept) = (count(0), count(2), count(3), count(4));
+        Ok(Some(StoreStats {
+            queued: ready,
+            running: leased,
+            waiting: unfinished.saturating_sub(ready + leased),
+            finished: kept.saturating_sub(unfinished),
+        }))
     }
 }
 

@@ -23,6 +23,8 @@ pub(super) struct Scripts {
     pub recover: Script,
     pub handback: Script,
     pub watch: Script,
+    /// The queue's counts (metrics).
+    pub stats: Script,
     /// `get` for a call alone: a poll is one small read, whose latency matters more than
     /// sharing its round trip.
     pub get_alone: Script,
@@ -146,6 +148,7 @@ impl Scripts {
             recover: script(include_str!("lua/recover.lua")),
             handback: script(include_str!("lua/handback.lua")),
             watch: script(include_str!("lua/watch.lua")),
+            stats: script(include_str!("lua/stats.lua")),
             get_alone: Script::new(&alone_text(include_str!("lua/get.lua"))),
         }
     }

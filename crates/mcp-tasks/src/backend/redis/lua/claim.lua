@@ -4,7 +4,8 @@
 -- the same atomic step. The runs handed out are remembered under the claim id for a lease:
 -- the same claim id again (a retry after a lost reply) hands out the same runs, not new
 -- ones. Returns {runs, last}: each run is
--- {id, fence, attempt, owner, tool, version, args, ctx, round, request_state, {tool key, answer, ...}};
+-- {id, fence, attempt, owner, tool, version, args, ctx, round, request_state, {tool key, answer, ...},
+-- creation time (Unix ms)};
 -- `last` (when nothing was claimed) is the newest wake-up id, for a blocking wait after it.
 local worker = A[2]
 local max = tonumber(A[3])
@@ -14,11 +15,11 @@ local now = now_ms()
 local out = {}
 -- The fields a claim reads of a task: its state, then what a run needs.
 local FIELDS = {'st', 'msg', 'worker', 'fence', 'att', 'cid', 'owner', 'tool', 'ver', 'args',
-  'ctx', 'rnd', 'rst', 'hold'}
+  'ctx', 'rnd', 'rst', 'hold', 'cr'}
 local function run(id, t, d, fence, att)
   local ia = {}
   if num(d[12], 1) > 1 then ia = redis.call('HGETALL', t .. ':ia') end
-  return {id, fence, att, d[7], d[8], d[9], d[10], d[11], d[12] or '1', d[13], ia}
+  return {id, fence, att, d[7], d[8], d[9], d[10], d[11], d[12] or '1', d[13], ia, d[15]}
 end
 local before = redis.call('LRANGE', ck, 0, -1)
 if #before > 0 then

@@ -5,11 +5,12 @@
 -- worker. Entries of tasks that ended or expired meanwhile are dropped. Then takes up to
 -- `count` expiry buckets that have passed: their tasks are gone, so they leave the kept
 -- count, and those that never finished leave the unfinished counts.
--- Returns {entries looked at, {changed ids}}.
+-- Returns {entries looked at, {changed ids}, lapsed runs queued again, lapsed runs failed}.
 local now = now_ms()
 local count = tonumber(A[2])
 local changed_ids = {}
 local seen = 0
+local reruns, fails = 0, 0
 for _, key in ipairs({S, L}) do
   ZQ.flush(key)
   local due = redis.call('ZRANGEBYSCORE', key, '-inf', now, 'LIMIT', 0, count)
@@ -34,12 +35,14 @@ for _, key in ipairs({S, L}) do
       redis.call('HDEL', t, 'worker', 'cid')
       enqueue(t, id, f[6])
       changed_ids[#changed_ids + 1] = id
+      reruns = reruns + 1
     else
       finish(t, 'failed', now, {f[6], f[7], f[8], f[1]}, {}, {'err', A[3], 'smsg', A[4]})
+      fails = fails + 1
       changed(id, f[9])
       changed_ids[#changed_ids + 1] = id
     end
   end
 end
 seen = seen + forget_expired(now, count)
-return {seen, changed_ids}
+return {seen, changed_ids, reruns, fails}

@@ -1,0 +1,220 @@
+//! W3C trace context (`traceparent`, `tracestate`) across processes, so that one trace
+//! follows a call from the client's HTTP request through a gateway's hop to its upstream, and
+//! from a task's submission to its run on a worker.
+//!
+//! The spans are `tracing` spans (`mcp.request`, `mcp.task_run`); with the `otel` feature and
+//! a [`tracing-opentelemetry`](https://docs.rs/tracing-opentelemetry) layer installed, they are
+//! OpenTelemetry spans, and:
+//!
+//! * a request's span continues the trace of the `traceparent` header it came with;
+//! * a task keeps the trace context of the request that submitted it, and its run's span
+//!   continues that trace on whichever worker runs it;
+//! * the proxy sends the current trace context to upstreams as `traceparent`.
+//!
+//! Without the feature, or without such a layer, there is no trace context: every function
+//! here answers `None` or does nothing.
+//!
+//! ```
+//! use ferrymcp_core::trace_context::TraceContext;
+//! // Outside an OpenTelemetry span there is nothing to carry.
+//! assert!(TraceContext::current().is_none());
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+#[cfg(feature = "otlp")]
+mod otlp;
+#[cfg(feature = "otlp")]
+pub use otlp::{OtlpError, OtlpTracing};
+
+/// The W3C trace context of a span, as it crosses a process boundary: in HTTP headers, or
+/// stored with a task.
+///
+/// ```
+/// let context = ferrymcp_core::trace_context::TraceContext::new(
+///     "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+/// );
+/// assert_eq!(context.traceparent(), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceContext {
+    traceparent: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tracestate: Option<String>,
+}
+
+impl TraceContext {
+    /// A context from its `traceparent` value (checked when it is adopted: a malformed one
+    /// starts no trace).
+    ///
+    /// ```
+    /// let context = ferrymcp_core::trace_context::TraceContext::new("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+    /// assert!(context.tracestate().is_none());
+    /// ```
+    pub fn new(traceparent: impl Into<String>) -> Self {
+        Self {
+            traceparent: traceparent.into(),
+            tracestate: None,
+        }
+    }
+
+    /// The same context with a `tracestate`.
+    ///
+    /// ```
+    /// let context = ferrymcp_core::trace_context::TraceContext::new("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+    ///     .with_tracestate("vendor=value");
+    /// assert_eq!(context.tracestate(), Some("vendor=value"));
+    /// ```
+    pub fn with_tracestate(mut self, tracestate: impl Into<String>) -> Self {
+        self.tracestate = Some(tracestate.into());
+        self
+    }
+
+    /// The `traceparent` value.
+    ///
+    /// ```
+    /// # let context = ferrymcp_core::trace_context::TraceContext::new("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+    /// assert!(context.traceparent().starts_with("00-"));
+    /// ```
+    pub fn traceparent(&self) -> &str {
+        &self.traceparent
+    }
+
+    /// The `tracestate` value, if any.
+    ///
+    /// ```
+    /// # let context = ferrymcp_core::trace_context::TraceContext::new("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+    /// assert_eq!(context.tracestate(), None);
+    /// ```
+    pub fn tracestate(&self) -> Option<&str> {
+        self.tracestate.as_deref()
+    }
+
+    /// The context in `headers` (`traceparent`, `tracestate`), if they carry one.
+    ///
+    /// ```
+    /// let mut headers = http::HeaderMap::new();
+    /// headers.insert("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".parse().unwrap());
+    /// let context = ferrymcp_core::trace_context::TraceContext::from_headers(&headers).unwrap();
+    /// assert_eq!(context.traceparent(), "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+    /// ```
+    pub fn from_headers(headers: &http::HeaderMap) -> Option<Self> {
+        let traceparent = headers.get("traceparent")?.to_str().ok()?;
+        let tracestate = headers
+            .get("tracestate")
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        Some(Self {
+            traceparent: traceparent.to_owned(),
+            tracestate,
+        })
+    }
+
+    /// Sets `traceparent` (and `tracestate`) in `headers`; a value that is not a valid header
+    /// value is left out.
+    ///
+    /// ```
+    /// let context = ferrymcp_core::trace_context::TraceContext::new("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+    /// let mut headers = http::HeaderMap::new();
+    /// context.insert_into(&mut headers);
+    /// assert!(headers.contains_key("traceparent"));
+    /// ```
+    pub fn insert_into(&self, headers: &mut http::HeaderMap) {
+        if let Ok(value) = http::HeaderValue::from_str(&self.traceparent) {
+            headers.insert(http::HeaderName::from_static("traceparent"), value);
+        }
+        if let Some(Ok(value)) = self.tracestate.as_deref().map(http::HeaderValue::from_str) {
+            headers.insert(http::HeaderName::from_static("tracestate"), value);
+        }
+    }
+
+    /// The trace context of the current span, when it is an OpenTelemetry span (the `otel`
+    /// feature and a `tracing-opentelemetry` layer); `None` otherwise.
+    ///
+    /// ```
+    /// assert!(ferrymcp_core::trace_context::TraceContext::current().is_none());
+    /// ```
+    pub fn current() -> Option<Self> {
+        Self::of(&tracing::Span::current())
+    }
+
+    /// The trace context of `span`, as [`current`](Self::current).
+    ///
+    /// ```
+    /// let span = tracing::info_span!("work");
+    /// assert!(ferrymcp_core::trace_context::TraceContext::of(&span).is_none());
+    /// ```
+    pub fn of(span: &tracing::Span) -> Option<Self> {
+        #[cfg(feature = "otel")]
+        {
+            otel::context_of(span)
+        }
+        #[cfg(not(feature = "otel"))]
+        {
+            let _ = span;
+            None
+        }
+    }
+
+    /// Makes this context the parent of `span` (an OpenTelemetry span: the `otel` feature
+    /// and a `tracing-opentelemetry` layer), so that `span` continues its trace. Does
+    /// nothing otherwise, or when the context is malformed.
+    ///
+    /// ```
+    /// let span = tracing::info_span!("run");
+    /// ferrymcp_core::trace_context::TraceContext::new("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+    ///     .adopt(&span);
+    /// ```
+    pub fn adopt(&self, span: &tracing::Span) {
+        #[cfg(feature = "otel")]
+        otel::adopt(self, span);
+        #[cfg(not(feature = "otel"))]
+        let _ = span;
+    }
+}
+
+#[cfg(feature = "otel")]
+mod otel {
+    use std::collections::HashMap;
+
+    use opentelemetry::{propagation::TextMapPropagator as _, trace::TraceContextExt as _};
+    use opentelemetry_sdk::propagation::TraceContextPropagator;
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+
+    use super::TraceContext;
+
+    pub(super) fn context_of(span: &tracing::Span) -> Option<TraceContext> {
+        if span.is_none() {
+            return None;
+        }
+        let context = span.context();
+        let span_context = context.span().span_context().clone();
+        if !span_context.is_valid() {
+            return None;
+        }
+        let mut carrier = HashMap::new();
+        TraceContextPropagator::new().inject_context(&context, &mut carrier);
+        let traceparent = carrier.remove("traceparent")?;
+        Some(TraceContext {
+            traceparent,
+            tracestate: carrier
+                .remove("tracestate")
+                .filter(|state| !state.is_empty()),
+        })
+    }
+
+    pub(super) fn adopt(trace: &TraceContext, span: &tracing::Span) {
+        if span.is_none() {
+            return;
+        }
+        let mut carrier = HashMap::new();
+        carrier.insert("traceparent".to_owned(), trace.traceparent.clone());
+        if let Some(state) = &trace.tracestate {
+            carrier.insert("tracestate".to_owned(), state.clone());
+        }
+        let parent = TraceContextPropagator::new().extract(&carrier);
+        if parent.span().span_context().is_valid() {
+            let _ = span.set_parent(parent);
+        }
+    }
+}
