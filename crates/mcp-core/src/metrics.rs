@@ -232,7 +232,7 @@ pub(crate) fn outcome<T, E>(result: &Result<T, E>) -> usize {
 /// The methods beyond the specification's ([`crate::server::SPEC_METHODS`]) that a request
 /// counter names: the tasks extension's and the extended listen. Any other is `other`, so a
 /// client cannot make series of any name.
-const EXTENSION_METHODS: &[&str] = &[
+pub(crate) const EXTENSION_METHODS: &[&str] = &[
     "tasks/get",
     "tasks/update",
     "tasks/cancel",

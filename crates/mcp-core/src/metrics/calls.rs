@@ -26,32 +26,37 @@ struct ToolHandles {
     duration: Histogram,
 }
 
-static METHODS: OnceLock<HashMap<&'static str, MethodHandles>> = OnceLock::new();
+/// One slot per method a request counter names (the known ones, then `other`), filled the
+/// first time a request of that method is counted.
+const METHOD_SLOTS: usize = crate::server::SPEC_METHODS.len() + super::EXTENSION_METHODS.len() + 1;
+static METHODS: [OnceLock<MethodHandles>; METHOD_SLOTS] = [const { OnceLock::new() }; METHOD_SLOTS];
 static TOOLS: RwLock<Option<HashMap<Box<str>, Arc<ToolHandles>>>> = RwLock::new(None);
 
 /// Counts a request of `method` (one of [`super::known_methods`] or `other`) that ended
 /// as `REQUEST_OUTCOMES[outcome]` after `elapsed`.
 pub(crate) fn request_done(method: &'static str, outcome: usize, elapsed: Duration) {
-    let methods = METHODS.get_or_init(|| {
-        super::known_methods()
-            .chain(std::iter::once("other"))
-            .map(|method| {
-                let handles = MethodHandles {
-                    outcomes: REQUEST_OUTCOMES.map(|outcome| {
-                        ::metrics::counter!("mcp_requests_total", "method" => method, "outcome" => outcome)
-                    }),
-                    duration: ::metrics::histogram!("mcp_request_duration_seconds", "method" => method),
-                };
-                (method, handles)
-            })
-            .collect()
-    });
-    if let Some(handles) = methods.get(method) {
-        if let Some(counter) = handles.outcomes.get(outcome) {
-            counter.increment(1);
-        }
-        handles.duration.record(elapsed);
+    let Some((slot, method)) = super::known_methods()
+        .chain(std::iter::once("other"))
+        .enumerate()
+        .find(|(_, known)| *known == method)
+    else {
+        return;
+    };
+    let Some(slot) = METHODS.get(slot) else {
+        return;
+    };
+    let handles = slot.get_or_init(|| {
+        MethodHandles {
+        outcomes: REQUEST_OUTCOMES.map(|outcome| {
+            ::metrics::counter!("mcp_requests_total", "method" => method, "outcome" => outcome)
+        }),
+        duration: ::metrics::histogram!("mcp_request_duration_seconds", "method" => method),
     }
+    });
+    if let Some(counter) = handles.outcomes.get(outcome) {
+        counter.increment(1);
+    }
+    handles.duration.record(elapsed);
 }
 
 /// Counts a call of `tool` that ended as `TOOL_OUTCOMES[outcome]` after `elapsed`, if
