@@ -80,7 +80,13 @@ impl OtlpTracing {
     where
         S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
     {
-        tracing_opentelemetry::layer().with_tracer(self.provider.tracer("ferrymcp"))
+        // Without the per-span extras (busy/idle timing on every poll, source location,
+        // thread): they cost more than the span itself on a short request.
+        tracing_opentelemetry::layer()
+            .with_tracer(self.provider.tracer("ferrymcp"))
+            .with_tracked_inactivity(false)
+            .with_location(false)
+            .with_threads(false)
     }
 
     /// Exports the spans still buffered and stops the exporter.
