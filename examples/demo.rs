@@ -116,6 +116,11 @@ struct Cli {
     #[cfg(feature = "otlp")]
     #[arg(long, value_name = "URL", global = true)]
     otlp: Option<String>,
+    /// With --otlp: the share of traces kept when the caller did not decide (1 keeps all;
+    /// a caller's sampled `traceparent` is always kept).
+    #[cfg(feature = "otlp")]
+    #[arg(long, value_name = "RATIO", default_value_t = 1.0, global = true)]
+    otlp_sample: f64,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -414,7 +419,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// Logs to stderr (on stdio, stdout carries only protocol messages), filtered by `RUST_LOG`;
-/// with `--otlp` (feature `otlp`), spans at `info` and above are also exported there. The
+/// with `--otlp` (feature `otlp`), the spans of sampled requests are also exported there. The
 /// returned exporter flushes its last spans when dropped at exit.
 fn telemetry(cli: &Cli) -> Result<Option<OtlpGuard>, Box<dyn std::error::Error>> {
     use tracing_subscriber::{Layer as _, prelude::*};
@@ -426,10 +431,9 @@ fn telemetry(cli: &Cli) -> Result<Option<OtlpGuard>, Box<dyn std::error::Error>>
         );
     #[cfg(feature = "otlp")]
     if let Some(endpoint) = &cli.otlp {
-        let otlp = ferrymcp::trace_context::OtlpTracing::install(endpoint, "ferrymcp-demo")?;
-        let spans = otlp
-            .layer()
-            .with_filter(tracing_subscriber::filter::LevelFilter::INFO);
+        let otlp = ferrymcp::trace_context::OtlpTracing::install(endpoint, "ferrymcp-demo")?
+            .with_sampling(cli.otlp_sample);
+        let spans = otlp.layer();
         tracing_subscriber::registry().with(logs).with(spans).init();
         return Ok(Some(OtlpGuard(Some(otlp))));
     }

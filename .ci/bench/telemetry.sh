@@ -3,14 +3,14 @@
 # at 32 callers: release demos side by side, one plain (`off`), one with the Prometheus
 # exporter (`metrics`: every call counted and timed per method and per tool), one with that
 # and every request's span exported over OTLP/HTTP (`traced`: `--metrics --otlp`, to a
-# small sink that answers 200 and counts what it got), and one that samples 1 % of the
-# traces (`sampled`: the same with OpenTelemetry's standard
-# `OTEL_TRACES_SAMPLER=parentbased_traceidratio`, `OTEL_TRACES_SAMPLER_ARG=0.01`). Servers
+# small sink that answers 200 and counts what it got), and one that keeps 1 % of the
+# traces (`sampled`: the same with `--otlp-sample 0.01`, decided before the layer). Servers
 # on CPU 0, wrk and the sink on CPU 1; rounds rotate the order so drift hits all alike. At
 # the end the metered servers' /metrics must have counted the calls and the sink must have
 # received spans.
 #
 #   bash .ci/bench/telemetry.sh [SECONDS_PER_RUN] [ROUNDS]
+#   TELEMETRY_SIDES="off metrics sampled" bash .ci/bench/telemetry.sh   # some sides only
 #
 # Needs wrk, taskset and curl. Not part of CI: it measures, it asserts nothing but that
 # the calls were answered and counted. BENCHMARKS.md ("Telemetry") has the figures.
@@ -73,8 +73,8 @@ done
 start_server off taskset -c 0 "$demo" --http 127.0.0.1:0
 start_server metrics taskset -c 0 "$demo" --http 127.0.0.1:0 --metrics
 start_server traced taskset -c 0 "$demo" --http 127.0.0.1:0 --metrics --otlp "$sink/v1/traces"
-start_server sampled env OTEL_TRACES_SAMPLER=parentbased_traceidratio OTEL_TRACES_SAMPLER_ARG=0.01 \
-    taskset -c 0 "$demo" --http 127.0.0.1:0 --metrics --otlp "$sink/v1/traces"
+start_server sampled taskset -c 0 "$demo" --http 127.0.0.1:0 --metrics --otlp "$sink/v1/traces" \
+    --otlp-sample 0.01
 wrk_call_script "$work/call.lua"
 for side in off metrics traced sampled; do
     u="${side}_url"
@@ -84,10 +84,10 @@ done
 echo "machine: $(nproc) vCPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "off: $off_url; metrics: $metrics_url (--metrics); traced: $traced_url (--metrics --otlp $sink); sampled: $sampled_url (1 %); 32 connections, ${seconds} s per run"
 printf '%-6s %-8s %10s %10s %12s\n' round side 'req/s' p50 'CPU µs/call'
-sides=(off metrics traced sampled)
+read -r -a sides <<<"${TELEMETRY_SIDES:-off metrics traced sampled}"
 for round in $(seq 1 "$rounds"); do
-    for i in 0 1 2 3; do
-        which="${sides[$(((round + i) % 4))]}"
+    for i in "${!sides[@]}"; do
+        which="${sides[$(((round + i) % ${#sides[@]}))]}"
         u="${which}_url"
         p="${which}_pid"
         read -r rps p50 cpu < <(wrk_run "${!u}" 32 "$work/call.lua" "${!p}" "$seconds")
@@ -95,7 +95,8 @@ for round in $(seq 1 "$rounds"); do
     done
 done
 
-for which in metrics traced sampled; do
+for which in "${sides[@]}"; do
+    [[ "$which" == off ]] && continue
     u="${which}_url"
     counted="$(curl -fsS "${!u%/mcp}/metrics" |
         awk '/^mcp_tool_calls_total\{/ && /tool="add"/ && /outcome="ok"/ {print $2}')"

@@ -482,29 +482,35 @@ impl From<GetPromptRequestParams> for RoundRequest {
 /// the `traceparent` header it came with (see [`crate::trace_context`]). The method is given
 /// by the handler (rmcp hands each one its own request type).
 fn request_span(method: &str, context: &RequestContext<RoleServer>) -> tracing::Span {
-    let span = tracing::info_span!("mcp.request", method, id = %context.id);
-    continue_trace(&span, context.extensions.get::<http::request::Parts>());
+    let caller = incoming_trace(context.extensions.get::<http::request::Parts>());
+    let span = crate::trace_context::with_caller_decision(
+        caller.as_ref(),
+        || tracing::info_span!("mcp.request", method, id = %context.id),
+    );
+    continue_trace(&span, caller);
     span
 }
 
 /// [`request_span`] for a request whose scope is built, with the tool a `tools/call` names
 /// and the caller's principal key (never a token).
 fn scope_span(method: &str, scope: &RequestScope, target: &str) -> tracing::Span {
-    let span = match scope.request_id() {
-        Some(id) => tracing::info_span!(
-            "mcp.request",
-            method,
-            id = %id,
-            tool = tracing::field::Empty,
-            principal = tracing::field::Empty
-        ),
-        None => tracing::info_span!(
-            "mcp.request",
-            method,
-            tool = tracing::field::Empty,
-            principal = tracing::field::Empty
-        ),
-    };
+    let caller = incoming_trace(scope.extensions().get::<http::request::Parts>());
+    let span =
+        crate::trace_context::with_caller_decision(caller.as_ref(), || match scope.request_id() {
+            Some(id) => tracing::info_span!(
+                "mcp.request",
+                method,
+                id = %id,
+                tool = tracing::field::Empty,
+                principal = tracing::field::Empty
+            ),
+            None => tracing::info_span!(
+                "mcp.request",
+                method,
+                tool = tracing::field::Empty,
+                principal = tracing::field::Empty
+            ),
+        });
     if !span.is_disabled() {
         if method == "tools/call" {
             span.record("tool", target);
@@ -512,18 +518,22 @@ fn scope_span(method: &str, scope: &RequestScope, target: &str) -> tracing::Span
         if let Some(principal) = scope.principal() {
             span.record("principal", principal.scope_key().as_str());
         }
-        continue_trace(&span, scope.extensions().get::<http::request::Parts>());
     }
+    continue_trace(&span, caller);
     span
 }
 
-/// Makes `span` continue the W3C trace of the request's `traceparent` header, if any.
-fn continue_trace(span: &tracing::Span, parts: Option<&http::request::Parts>) {
-    if span.is_disabled() {
-        return;
-    }
-    if let Some(trace) =
-        parts.and_then(|parts| crate::trace_context::TraceContext::from_headers(&parts.headers))
+/// The trace context of the request's `traceparent` header, if any.
+fn incoming_trace(
+    parts: Option<&http::request::Parts>,
+) -> Option<crate::trace_context::TraceContext> {
+    parts.and_then(|parts| crate::trace_context::TraceContext::from_headers(&parts.headers))
+}
+
+/// Makes `span` continue the caller's W3C trace, if it came with one.
+fn continue_trace(span: &tracing::Span, caller: Option<crate::trace_context::TraceContext>) {
+    if let Some(trace) = caller
+        && !span.is_disabled()
     {
         trace.adopt(span);
     }

@@ -24,8 +24,34 @@ use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "otlp")]
 mod otlp;
+#[cfg(feature = "otel")]
+mod sampling;
 #[cfg(feature = "otlp")]
 pub use otlp::{OtlpError, OtlpTracing};
+#[cfg(feature = "otel")]
+pub use sampling::RequestSampler;
+
+/// Makes a span with `make` while the request sampler (`RequestSampler`, feature `otel`)
+/// knows the caller's decision: whether the trace context `caller` (the request's, or the
+/// task's) is sampled. A span that starts a trace of its own is made this way.
+///
+/// ```
+/// use ferrymcp_core::trace_context::{TraceContext, with_caller_decision};
+/// let caller = TraceContext::new("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+/// let span = with_caller_decision(Some(&caller), || tracing::info_span!("mcp.task_run"));
+/// caller.adopt(&span);
+/// ```
+pub fn with_caller_decision<T>(caller: Option<&TraceContext>, make: impl FnOnce() -> T) -> T {
+    #[cfg(feature = "otel")]
+    {
+        sampling::with_caller_decision(caller.and_then(TraceContext::sampled), make)
+    }
+    #[cfg(not(feature = "otel"))]
+    {
+        let _ = caller;
+        make()
+    }
+}
 
 /// The W3C trace context of a span, as it crosses a process boundary: in HTTP headers, or
 /// stored with a task.
@@ -78,6 +104,27 @@ impl TraceContext {
     /// ```
     pub fn traceparent(&self) -> &str {
         &self.traceparent
+    }
+
+    /// Whether the caller sampled this trace (the `sampled` flag of `traceparent`); `None`
+    /// for a malformed value.
+    ///
+    /// ```
+    /// use ferrymcp_core::trace_context::TraceContext;
+    /// assert_eq!(TraceContext::new("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01").sampled(), Some(true));
+    /// assert_eq!(TraceContext::new("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00").sampled(), Some(false));
+    /// assert_eq!(TraceContext::new("garbage").sampled(), None);
+    /// ```
+    pub fn sampled(&self) -> Option<bool> {
+        let mut parts = self.traceparent.split('-');
+        let (_version, trace, span, flags) =
+            (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+        if trace.len() != 32 || span.len() != 16 || flags.len() != 2 {
+            return None;
+        }
+        u8::from_str_radix(flags, 16)
+            .ok()
+            .map(|flags| flags & 1 == 1)
     }
 
     /// The `tracestate` value, if any.

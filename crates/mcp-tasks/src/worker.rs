@@ -21,7 +21,11 @@ use std::{
     time::Duration,
 };
 
-use ferrymcp_core::{RequestScope, Server, ToolCall, version::VersionSpec};
+use ferrymcp_core::{
+    RequestScope, Server, ToolCall,
+    trace_context::{TraceContext, with_caller_decision},
+    version::VersionSpec,
+};
 use ferrymcp_types::{CallToolResponse, CallToolResult, ContentBlock, ProtocolVersion};
 use serde_json::{Value, json};
 use tokio::{sync::Semaphore, time::Instant};
@@ -398,21 +402,23 @@ impl Worker {
                 let backend = Arc::clone(&self.backend);
                 let running = Arc::clone(&running);
                 // Whatever the run logs carries the task, the tool and which attempt it is.
-                let span = tracing::info_span!(
-                    "mcp.task_run",
-                    task = %run.lease.task,
-                    tool = %run.tool,
-                    attempt = run.attempt,
-                    round = run.round,
-                );
-                // The run continues the trace of the request that submitted the task.
-                if !span.is_disabled()
-                    && let Some(trace) = run.context.get("trace").and_then(|trace| {
-                        serde_json::from_value::<ferrymcp_core::trace_context::TraceContext>(
-                            trace.clone(),
-                        )
-                        .ok()
-                    })
+                // The run continues the trace of the request that submitted the task, and is
+                // sampled when that request was.
+                let trace = run
+                    .context
+                    .get("trace")
+                    .and_then(|trace| serde_json::from_value::<TraceContext>(trace.clone()).ok());
+                let span = with_caller_decision(trace.as_ref(), || {
+                    tracing::info_span!(
+                        "mcp.task_run",
+                        task = %run.lease.task,
+                        tool = %run.tool,
+                        attempt = run.attempt,
+                        round = run.round,
+                    )
+                });
+                if let Some(trace) = trace
+                    && !span.is_disabled()
                 {
                     trace.adopt(&span);
                 }

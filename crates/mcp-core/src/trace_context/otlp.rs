@@ -4,6 +4,7 @@
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{SpanExporter, WithExportConfig as _};
 use opentelemetry_sdk::{Resource, propagation::TraceContextPropagator, trace::SdkTracerProvider};
+use tracing_subscriber::{Layer as _, filter::Filtered};
 
 /// Why OTLP export could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +32,7 @@ pub enum OtlpError {
 /// ```
 pub struct OtlpTracing {
     provider: SdkTracerProvider,
+    ratio: f64,
 }
 
 impl std::fmt::Debug for OtlpTracing {
@@ -63,10 +65,28 @@ impl OtlpTracing {
             )
             .build();
         opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
-        Ok(Self { provider })
+        Ok(Self {
+            provider,
+            ratio: 1.0,
+        })
     }
 
-    /// The `tracing` layer that turns spans into OpenTelemetry spans and exports them.
+    /// Keeps about `ratio` of the traces whose caller did not decide (every one by
+    /// default): see [`RequestSampler`](super::RequestSampler). A caller's sampled
+    /// `traceparent` is always kept, an unsampled one never.
+    ///
+    /// ```no_run
+    /// let otlp = ferrymcp_core::trace_context::OtlpTracing::install("http://127.0.0.1:4318/v1/traces", "s")?
+    ///     .with_sampling(0.01);
+    /// # Ok::<(), ferrymcp_core::trace_context::OtlpError>(())
+    /// ```
+    pub fn with_sampling(mut self, ratio: f64) -> Self {
+        self.ratio = ratio;
+        self
+    }
+
+    /// The `tracing` layer that turns the spans of sampled requests into OpenTelemetry spans
+    /// and exports them (a request that is not sampled costs it nothing).
     ///
     /// ```no_run
     /// # let otlp = ferrymcp_core::trace_context::OtlpTracing::install("http://127.0.0.1:4318/v1/traces", "s").unwrap();
@@ -76,7 +96,11 @@ impl OtlpTracing {
     /// ```
     pub fn layer<S>(
         &self,
-    ) -> tracing_opentelemetry::OpenTelemetryLayer<S, opentelemetry_sdk::trace::SdkTracer>
+    ) -> Filtered<
+        tracing_opentelemetry::OpenTelemetryLayer<S, opentelemetry_sdk::trace::SdkTracer>,
+        super::RequestSampler,
+        S,
+    >
     where
         S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
     {
@@ -87,6 +111,7 @@ impl OtlpTracing {
             .with_tracked_inactivity(false)
             .with_location(false)
             .with_threads(false)
+            .with_filter(super::RequestSampler::ratio(self.ratio))
     }
 
     /// Exports the spans still buffered and stops the exporter.

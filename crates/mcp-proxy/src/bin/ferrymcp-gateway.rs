@@ -14,7 +14,7 @@ use std::{net::SocketAddr, path::PathBuf};
 use clap::Parser;
 use ferrymcp_core::{HttpServer, metrics::MetricsExporter, trace_context::OtlpTracing};
 use ferrymcp_proxy::gateway::GatewayConfig;
-use tracing_subscriber::{Layer as _, filter::LevelFilter, prelude::*};
+use tracing_subscriber::{Layer as _, prelude::*};
 
 /// mimalloc: with glibc's allocator a gateway under load spends about a quarter of its CPU
 /// in `malloc`/`free` and their arena locks; mimalloc doubles its throughput at 32 callers
@@ -56,9 +56,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(endpoint) => Some(OtlpTracing::install(endpoint, "ferrymcp-gateway")?),
         None => None,
     };
-    let spans = otlp
-        .as_ref()
-        .map(|otlp| otlp.layer().with_filter(LevelFilter::INFO));
+    let spans = otlp.as_ref().map(OtlpTracing::layer);
     tracing_subscriber::registry().with(logs).with(spans).init();
     let served = serve(cli).await;
     if let Some(otlp) = otlp {
