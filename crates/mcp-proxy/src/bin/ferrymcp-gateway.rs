@@ -40,6 +40,10 @@ struct Cli {
     /// http://127.0.0.1:4318/v1/traces; upstreams get the W3C `traceparent` of each call.
     #[arg(long, value_name = "URL")]
     otlp: Option<String>,
+    /// With --otlp: the share of traces kept when the caller did not decide (1 keeps all;
+    /// a caller's sampled `traceparent` is always kept).
+    #[arg(long, value_name = "RATIO", default_value_t = 1.0, requires = "otlp")]
+    otlp_sample: f64,
 }
 
 #[tokio::main]
@@ -53,7 +57,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .unwrap_or_else(|_| "warn,rmcp::service=error".into()),
         );
     let otlp = match &cli.otlp {
-        Some(endpoint) => Some(OtlpTracing::install(endpoint, "ferrymcp-gateway")?),
+        Some(endpoint) => {
+            Some(OtlpTracing::install(endpoint, "ferrymcp-gateway")?.with_sampling(cli.otlp_sample))
+        }
         None => None,
     };
     let spans = otlp.as_ref().map(OtlpTracing::layer);
