@@ -1,4 +1,4 @@
-"""A FastMCP (PyPI `fastmcp` 4.1.x) server used as a foreign upstream by tests/proxy_fastmcp.rs.
+"""A FastMCP (PyPI `fastmcp` 4.1.x) server used as a foreign upstream by tests/suite/proxy_fastmcp.rs.
 
 Run over stdio: `python upstream.py`. Tools: `greet(name)`, `divide(a, b)` (a tool error on
 b == 0), and `slow_double(value)`, a task tool (`task=True`: `execution.taskSupport` is

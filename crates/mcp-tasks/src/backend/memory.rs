@@ -892,7 +892,7 @@ impl TaskBackend for MemoryBackend {
 #[cfg(test)]
 mod tests {
     //! State transitions, races, leases and TTL are covered by the generic conformance suite
-    //! (`ferrymcp_test_helpers::backend_conformance`, run in `tests/memory_conformance.rs`); this only
+    //! (`ferrymcp_test_helpers::backend_conformance`, run in `tests/suite/memory_conformance.rs`); this only
     //! checks the memory backend's own helpers.
     use super::*;
 
