@@ -10,6 +10,8 @@
 //! cargo run --features redis --example demo -- worker --tasks-url redis://127.0.0.1:6379/0
 //! # Prometheus metrics at /metrics (a worker process: `worker --metrics 127.0.0.1:9464`):
 //! cargo run --example demo -- --http 127.0.0.1:8000 --metrics
+//! # The operators' dashboard at /admin, and its API (for `ferrymcp-tasks --url http://127.0.0.1:8000/admin`):
+//! cargo run --example demo -- --http 127.0.0.1:8000 --admin
 //! # Spans to an OpenTelemetry collector (build with `--features otlp`):
 //! cargo run --features otlp --example demo -- --http 127.0.0.1:8000 --otlp http://127.0.0.1:4318/v1/traces
 //! # OAuth: bearer tokens from an issuer, for this audience (this server's URL):
@@ -65,7 +67,7 @@ use ferrymcp::{
     },
     completion::Completion,
     metrics::MetricsExporter,
-    tasks::{TasksConfig, TasksExtension, Worker},
+    tasks::{TasksConfig, TasksExtension, Worker, admin::Admin, backend::TaskBackend},
     types::{CallToolResponse, ErrorData, TaskSupport},
 };
 use serde::Deserialize;
@@ -111,6 +113,10 @@ struct Cli {
     /// On HTTP: serve Prometheus metrics at /metrics on the same address.
     #[arg(long, requires = "http")]
     metrics: bool,
+    /// On HTTP: serve the operators' dashboard at /admin and its API at /admin/api, behind
+    /// the endpoint's Host and Origin checks (and with OAuth, tokens with the scope mcp:admin).
+    #[arg(long, requires = "http")]
+    admin: bool,
     /// Export spans (requests, task runs) over OTLP/HTTP to this collector URL, such as
     /// http://127.0.0.1:4318/v1/traces (build with `--features otlp`).
     #[cfg(feature = "otlp")]
@@ -277,7 +283,13 @@ async fn greet(Args(Greeting { name, style }): Args<Greeting>) -> String {
 /// The demo tree, with the tasks extension on the root. Task modes: `parent_tool`,
 /// `sleep_task` and `child_multiply` optional; `required_task` required; `add` and
 /// `child_echo` forbidden.
-fn demo_server(config: TasksConfig, auth: bool) -> Result<Server, ServerError> {
+/// The demo's tree; its tasks extension uses `backend` when given (so the admin routes see the
+/// same store), else connects the one `config` names.
+fn demo_server(
+    config: TasksConfig,
+    auth: bool,
+    backend: Option<std::sync::Arc<dyn TaskBackend>>,
+) -> Result<Server, ServerError> {
     let child = Server::new("child");
     child.add_tool(
         ToolDef::new("multiply", multiply)
@@ -345,7 +357,11 @@ fn demo_server(config: TasksConfig, auth: bool) -> Result<Server, ServerError> {
     )?;
     add_distributed_demo_tools(&parent)?;
     parent.add_middleware(RunAudit("demo"));
-    parent.add_extension(TasksExtension::with_config(config))?;
+    let tasks = TasksExtension::with_config(config);
+    parent.add_extension(match backend {
+        Some(backend) => tasks.with_backend(backend),
+        None => tasks,
+    })?;
     Ok(parent)
 }
 
@@ -368,7 +384,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         if let Some(concurrency) = concurrency {
             config = config.with_concurrency(concurrency);
         }
-        let worker = Worker::from_config(demo_server(config.clone(), false)?, &config).await?;
+        let worker =
+            Worker::from_config(demo_server(config.clone(), false, None)?, &config).await?;
         eprintln!(
             "worker {} running tasks from {}",
             worker.id().as_str(),
@@ -387,7 +404,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Ok(());
     }
     let auth = cli.auth_issuer.zip(cli.auth_audience);
-    let server = demo_server(config, auth.is_some())?;
+    // The admin routes read the store the tasks extension uses.
+    let admin = match cli.admin {
+        true => Some(ferrymcp::tasks::connect(&config).await?.backend),
+        false => None,
+    };
+    let server = demo_server(config, auth.is_some(), admin.clone())?;
     match cli.http {
         Some(addr) => {
             let mut http_config = HttpConfig::new();
@@ -400,6 +422,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             if cli.metrics {
                 http = http.merge(MetricsExporter::install()?.router("/metrics"));
                 eprintln!("metrics on http://{}/metrics", http.local_addr());
+            }
+            if let Some(backend) = admin {
+                http = http.merge_operator_routes(Admin::new(backend).router("/admin"));
+                eprintln!("admin on http://{}/admin", http.local_addr());
             }
             http.run_until(async {
                 let _ = tokio::signal::ctrl_c().await;

@@ -19,16 +19,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use ferrymcp::types::{
-    CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, JsonObject,
-    TaskPayload, UpdateTaskParams,
-};
-use ferrymcp_test_helpers::{
-    client::{Lifecycle, TestClient, connect},
-    redis::RedisServer,
-};
+use ferrymcp::types::{CancelTaskParams, GetTaskParams, JsonObject, TaskPayload};
+use ferrymcp_test_helpers::{client::TestClient, redis::RedisServer};
 use futures::StreamExt as _;
-use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Value, json};
 
 /// The lost-worker message of a failed task.
@@ -118,63 +111,7 @@ fn ledger_lines(path: &PathBuf) -> Vec<String> {
         .collect()
 }
 
-async fn client(url: &str) -> TestClient {
-    connect(
-        StreamableHttpClientTransport::from_uri(url.to_owned()),
-        Lifecycle::Modern,
-        true,
-    )
-    .await
-    .unwrap_or_else(|e| panic!("connect to {url}: {e}"))
-}
-
-async fn submit(client: &TestClient, name: &str, arguments: Value) -> String {
-    let arguments: JsonObject = arguments.as_object().cloned().expect("an object");
-    let reply = client
-        .call_tool_once(CallToolRequestParams::new(name.to_owned()).with_arguments(arguments))
-        .await
-        .unwrap_or_else(|e| panic!("tools/call {name}: {e}"));
-    match reply {
-        CallToolResponse::Task(created) => created.task.task_id,
-        other => panic!("an opted-in call of `{name}` must become a task, got {other:?}"),
-    }
-}
-
-/// Polls the task through `client` until it is terminal, answering its input rounds (with
-/// `{"ok": "yes"}`) through the same client. Returns the terminal payload.
-async fn drive(client: &TestClient, id: &str) -> TaskPayload {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        let got = client
-            .get_task(GetTaskParams::new(id))
-            .await
-            .unwrap_or_else(|e| panic!("tasks/get {id}: {e}"));
-        match got.task.payload {
-            TaskPayload::InputRequired { input_requests } => {
-                let answers = input_requests
-                    .keys()
-                    .map(|key| {
-                        (
-                            key.clone(),
-                            json!({"action": "accept", "content": {"ok": "yes"}}),
-                        )
-                    })
-                    .collect();
-                client
-                    .update_task(UpdateTaskParams::new(id, answers))
-                    .await
-                    .unwrap_or_else(|e| panic!("tasks/update {id}: {e}"));
-            }
-            TaskPayload::Working => {}
-            terminal => return terminal,
-        }
-        assert!(
-            Instant::now() < deadline,
-            "task {id} not terminal after {PATIENCE:?}"
-        );
-        tokio::time::sleep(POLL_PAUSE).await;
-    }
-}
+use common::{drive_task as drive, submit_task as submit, tasks_client as client};
 
 /// The first text content of a `CallToolResult`.
 fn text(result: &JsonObject) -> Option<&str> {
@@ -524,4 +461,194 @@ async fn a_killed_worker_shows_in_the_fleets_metrics() {
         &[("action", "rerun")],
     );
     assert_eq!(reruns, 2.0, "{}\n{}", server_scrape.text(), survivor.text());
+}
+
+/// Runs the operators' command line on `queue` with `--json` and reads the answer.
+async fn operate<T: serde::de::DeserializeOwned>(queue: &str, args: &[&str]) -> T {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    common::run_operator_cli(queue, &all).await.json()
+}
+
+async fn fleet(queue: &str) -> ferrymcp::tasks::operator::FleetStatus {
+    operate(queue, &["status"]).await
+}
+
+/// Polls `status` until `done` holds of it.
+async fn fleet_until(
+    queue: &str,
+    what: &str,
+    done: impl Fn(&ferrymcp::tasks::operator::FleetStatus) -> bool,
+) -> ferrymcp::tasks::operator::FleetStatus {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let status = fleet(queue).await;
+        if done(&status) {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "never {what}: {status:?}");
+        tokio::time::sleep(POLL_PAUSE).await;
+    }
+}
+
+/// Issue 18's operator command line against a fleet on Redis (1 server, 2 `demo worker`
+/// processes): `status` shows the queue, the runs and both workers with their heartbeat age;
+/// `tasks` filters by status, tool and age; `inspect` shows the state, attempt, worker and
+/// lease and never the arguments; `cancel` stops the run on its worker; a worker killed
+/// turns stale and its non-idempotent runs fail as lost; `purge` forgets it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue18_the_operator_cli_sees_and_steers_a_redis_fleet() {
+    use ferrymcp::tasks::{backend::TaskRecord, operator::PurgeReport};
+
+    let _alone = ONE_FLEET_AT_A_TIME.lock().await;
+    let queue = queue("operator", 2000).await;
+    let url = queue.url.clone();
+    let server =
+        common::spawn_demo_http_with(&["--tasks-url", url.as_str(), "--no-worker"], &[]).await;
+    let worker_args = ["--tasks-url", url.as_str(), "--concurrency", "2"];
+    let mut victim = common::spawn_demo_worker(&worker_args, &[]).await;
+    let _survivor = common::spawn_demo_worker(&worker_args, &[]).await;
+    let victim_pid = victim.child.id().expect("the victim's pid");
+    let client = client(&server.url).await;
+
+    let quick = submit(&client, "child_multiply", json!({"a": 6, "b": 7})).await;
+    assert!(matches!(
+        drive(&client, &quick).await,
+        TaskPayload::Completed { .. }
+    ));
+    let mut held = Vec::new();
+    for i in 0..4 {
+        let arguments = json!({"key": format!("op-secret-{i}"), "millis": 60_000});
+        held.push(submit(&client, "once_task", arguments).await);
+    }
+    // Both workers report themselves, each holding 2 runs.
+    let status = fleet_until(&url, "4 runs held by 2 workers", |status| {
+        status.tasks.running == 4
+            && status.workers.len() == 2
+            && status.workers.iter().all(|w| w.presence.running == 2)
+    })
+    .await;
+    assert_eq!(
+        (status.tasks.queued, status.tasks.finished),
+        (0, 1),
+        "{status:?}"
+    );
+    assert!(status.tasks.ended >= 1, "{status:?}");
+    assert!(
+        status
+            .workers
+            .iter()
+            .all(|w| !w.stale && w.age_ms <= status.lease_ms),
+        "{status:?}"
+    );
+    let worker_ids: Vec<&str> = status
+        .workers
+        .iter()
+        .map(|w| w.presence.id.as_str())
+        .collect();
+    assert!(status.workers.iter().any(|w| w.presence.pid == victim_pid));
+
+    let working: Vec<TaskRecord> = operate(
+        &url,
+        &["tasks", "--status", "working", "--tool", "once_task"],
+    )
+    .await;
+    let mut listed: Vec<&str> = working.iter().map(|t| t.id.as_str()).collect();
+    listed.sort_unstable();
+    let mut expected: Vec<&str> = held.iter().map(String::as_str).collect();
+    expected.sort_unstable();
+    assert_eq!(listed, expected);
+    assert!(working.iter().all(|t| t.attempt == 1
+        && t.worker.as_deref().is_some_and(|w| worker_ids.contains(&w))));
+    let completed: Vec<TaskRecord> = operate(&url, &["tasks", "--status", "completed"]).await;
+    assert_eq!(completed.len(), 1);
+    assert_eq!(
+        (completed[0].id.as_str(), completed[0].tool.as_str()),
+        (quick.as_str(), "child_multiply")
+    );
+    let old: Vec<TaskRecord> = operate(&url, &["tasks", "--older-than", "1h"]).await;
+    assert!(old.is_empty(), "{old:?}");
+
+    let inspected = common::run_operator_cli(&url, &["--json", "inspect", &held[0]]).await;
+    let record: TaskRecord = inspected.json();
+    assert_eq!(record.status, ferrymcp::types::TaskStatus::Working);
+    assert!(record.lease_until_ms.is_some() && record.worker.is_some());
+    assert!(
+        !inspected.stdout.contains("op-secret") && !inspected.stdout.contains("arguments"),
+        "inspect shows no arguments: {}",
+        inspected.stdout
+    );
+    let human = common::run_operator_cli(&url, &["inspect", &held[0]]).await;
+    assert_eq!(human.code, Some(0), "{}", human.stderr);
+    assert!(
+        human.stdout.contains("attempts:  1 of 1"),
+        "{}",
+        human.stdout
+    );
+
+    // Cancelled by the operator: the client sees it, and the worker stops the run.
+    let cancelled = common::run_operator_cli(&url, &["cancel", &held[0]]).await;
+    assert_eq!(cancelled.code, Some(0), "{}", cancelled.stderr);
+    assert!(matches!(
+        drive(&client, &held[0]).await,
+        TaskPayload::Cancelled
+    ));
+    let status = fleet_until(&url, "the cancelled run stopped on its worker", |status| {
+        status
+            .workers
+            .iter()
+            .map(|w| w.presence.running)
+            .sum::<u32>()
+            == 3
+    })
+    .await;
+    let lost = status
+        .workers
+        .iter()
+        .find(|w| w.presence.pid == victim_pid)
+        .expect("the victim reports")
+        .presence
+        .running;
+
+    victim.child.start_kill().expect("kill -9 a worker");
+    let _ = victim.child.wait().await;
+    fleet_until(&url, "the killed worker shown stale", |status| {
+        status
+            .workers
+            .iter()
+            .any(|w| w.presence.pid == victim_pid && w.stale)
+    })
+    .await;
+    // Its non-idempotent runs fail as lost once their lease lapsed.
+    let deadline = Instant::now() + PATIENCE;
+    let failed: Vec<TaskRecord> = loop {
+        let failed: Vec<TaskRecord> = operate(&url, &["tasks", "--status", "failed"]).await;
+        if failed.len() == lost as usize {
+            break failed;
+        }
+        assert!(Instant::now() < deadline, "{failed:?}");
+        tokio::time::sleep(POLL_PAUSE).await;
+    };
+    assert!(failed.iter().all(|t| {
+        t.error
+            .as_ref()
+            .and_then(|e| e.get("message"))
+            .and_then(Value::as_str)
+            == Some(LOST_WORKER)
+    }));
+
+    let purged: PurgeReport = operate(&url, &["purge"]).await;
+    assert_eq!(purged.workers_forgotten, 1, "{purged:?}");
+    let status = fleet(&url).await;
+    assert_eq!(status.workers.len(), 1, "{status:?}");
+    assert_ne!(status.workers[0].presence.pid, victim_pid);
+
+    let unknown = common::run_operator_cli(&url, &["inspect", "no-such-task"]).await;
+    assert_eq!(unknown.code, Some(1));
+    assert!(unknown.stderr.contains("no task"), "{}", unknown.stderr);
+    let usage = common::run_operator_cli(&url, &["tasks", "--status", "sleeping"]).await;
+    assert_eq!(usage.code, Some(2), "{}", usage.stderr);
+    for id in &held[1..] {
+        let _ = client.cancel_task(CancelTaskParams::new(id.as_str())).await;
+    }
 }

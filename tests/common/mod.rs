@@ -29,6 +29,62 @@ pub fn example_binary(name: &str) -> PathBuf {
     binary
 }
 
+/// `target/<profile>/ferrymcp-tasks`, the operators' command line, which
+/// `cargo test --workspace --all-features` builds (the tasks crate's `cli` feature).
+#[allow(dead_code)]
+pub fn operator_cli() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let binary = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("the test binary lives in target/<profile>/deps")
+        .join(format!("ferrymcp-tasks{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        binary.exists(),
+        "{} is missing: run the suites with `cargo test --workspace --all-features`, or \
+         `cargo build -p ferrymcp-tasks --features cli` first",
+        binary.display()
+    );
+    binary
+}
+
+/// What one run of the operators' command line printed, and how it exited.
+#[allow(dead_code)]
+pub struct CliRun {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+#[allow(dead_code)]
+impl CliRun {
+    /// Stdout as JSON (the run must have succeeded, with `--json`).
+    pub fn json<T: serde::de::DeserializeOwned>(&self) -> T {
+        assert_eq!(self.code, Some(0), "the command failed: {}", self.stderr);
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("not the JSON expected ({e}): {}", self.stdout))
+    }
+}
+
+/// Runs `ferrymcp-tasks --url <url> <args>` and waits for it.
+#[allow(dead_code)]
+pub async fn run_operator_cli(url: &str, args: &[&str]) -> CliRun {
+    let output = tokio::process::Command::new(operator_cli())
+        .arg("--url")
+        .arg(url)
+        .args(args)
+        .env_remove("MCP_ADMIN_TOKEN")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("run ferrymcp-tasks");
+    CliRun {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
 /// The demo serving Streamable HTTP on a free port, and its URL (read from its stderr).
 pub struct DemoHttp {
     pub url: String,
@@ -164,5 +220,80 @@ pub async fn demo_http_recorded() -> RecordedHttp {
     RecordedHttp {
         recorder,
         _demo: demo,
+    }
+}
+
+/// A 2026-07-28 client of the server at `url` (Streamable HTTP), opted in to tasks.
+#[allow(dead_code)]
+pub async fn tasks_client(url: &str) -> ferrymcp_test_helpers::client::TestClient {
+    ferrymcp_test_helpers::client::connect(
+        rmcp::transport::StreamableHttpClientTransport::from_uri(url.to_owned()),
+        ferrymcp_test_helpers::client::Lifecycle::Modern,
+        true,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("connect to {url}: {e}"))
+}
+
+/// Calls tool `name` with `arguments` through an opted-in `client` and returns the id of
+/// the task it became (a call answered otherwise fails the test).
+#[allow(dead_code)]
+pub async fn submit_task(
+    client: &ferrymcp_test_helpers::client::TestClient,
+    name: &str,
+    arguments: serde_json::Value,
+) -> String {
+    use ferrymcp::types::{CallToolRequestParams, CallToolResponse, JsonObject};
+    let arguments: JsonObject = arguments.as_object().cloned().expect("an object");
+    let reply = client
+        .call_tool_once(CallToolRequestParams::new(name.to_owned()).with_arguments(arguments))
+        .await
+        .unwrap_or_else(|e| panic!("tools/call {name}: {e}"));
+    match reply {
+        CallToolResponse::Task(created) => created.task.task_id,
+        other => panic!("an opted-in call of `{name}` must become a task, got {other:?}"),
+    }
+}
+
+/// Polls the task through `client` until it is terminal, answering its input rounds (with
+/// `{"ok": "yes"}`) through the same client. Returns the terminal payload.
+#[allow(dead_code)]
+pub async fn drive_task(
+    client: &ferrymcp_test_helpers::client::TestClient,
+    id: &str,
+) -> ferrymcp::types::TaskPayload {
+    use ferrymcp::types::{GetTaskParams, TaskPayload, UpdateTaskParams};
+    use serde_json::json;
+    const PATIENCE: std::time::Duration = std::time::Duration::from_secs(120);
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        let got = client
+            .get_task(GetTaskParams::new(id))
+            .await
+            .unwrap_or_else(|e| panic!("tasks/get {id}: {e}"));
+        match got.task.payload {
+            TaskPayload::InputRequired { input_requests } => {
+                let answers = input_requests
+                    .keys()
+                    .map(|key| {
+                        (
+                            key.clone(),
+                            json!({"action": "accept", "content": {"ok": "yes"}}),
+                        )
+                    })
+                    .collect();
+                client
+                    .update_task(UpdateTaskParams::new(id, answers))
+                    .await
+                    .unwrap_or_else(|e| panic!("tasks/update {id}: {e}"));
+            }
+            TaskPayload::Working => {}
+            terminal => return terminal,
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "task {id} not terminal after {PATIENCE:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }

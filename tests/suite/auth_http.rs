@@ -14,8 +14,8 @@ use ferrymcp::{
 };
 use serde_json::{Value, json};
 
-/// Tokens: `alice` (scope `read`), `bob` (scopes `read child`), `expired`, `down` (the
-/// authorization server is unreachable).
+/// Tokens: `alice` (scope `read`), `bob` (scopes `read child`), `ops` (scope `mcp:admin`),
+/// `expired`, `down` (the authorization server is unreachable).
 struct Tokens;
 
 #[async_trait::async_trait]
@@ -31,6 +31,7 @@ impl TokenVerifier for Tokens {
         match token {
             "alice" => Ok(principal("alice", &["read"])),
             "bob" => Ok(principal("bob", &["read", "child"])),
+            "ops" => Ok(principal("ops", &["mcp:admin"])),
             "expired" => Err(VerifyError::Invalid("the token has expired".into())),
             "down" => Err(VerifyError::Unavailable(
                 "the JWKS cannot be fetched".into(),
@@ -532,4 +533,63 @@ async fn without_auth_the_endpoint_is_open_and_serves_no_metadata() {
     assert_eq!(response.status(), 404);
     let _ = stop.send(());
     serving.await.expect("task").expect("clean stop");
+}
+
+/// Issue 18: the operators' routes sit behind the same resource server as the endpoint, and
+/// need the operators' scope on top: no token 401, a token without `mcp:admin` 403 with an
+/// `insufficient_scope` challenge, an operator's token the answer; a verifier that cannot
+/// check tokens 503.
+#[tokio::test]
+async fn issue18_operator_routes_need_a_token_with_the_operators_scope() {
+    use std::sync::Arc;
+
+    use ferrymcp::tasks::{admin::Admin, backend::memory::MemoryBackend};
+
+    let rs = ResourceServer::new("http://127.0.0.1/mcp", Tokens)
+        .expect("resource")
+        .authorization_server("https://as.example")
+        .expect("issuer");
+    let http = HttpServer::bind(
+        Server::new("ops"),
+        "127.0.0.1:0",
+        HttpConfig::new().auth(rs),
+    )
+    .await
+    .expect("bind")
+    .merge_operator_routes(Admin::new(Arc::new(MemoryBackend::new())).router("/admin"));
+    let status = format!("http://{}/admin/api/status", http.local_addr());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(http.run_until(async move {
+        let _ = stopped.await;
+    }));
+    let client = reqwest::Client::new();
+    let get = |token: Option<&'static str>| {
+        let request = client.get(&status);
+        let request = match token {
+            Some(token) => request.bearer_auth(token),
+            None => request,
+        };
+        async move { request.send().await.expect("an answer") }
+    };
+
+    let anonymous = get(None).await;
+    assert_eq!(anonymous.status(), 401);
+    assert!(anonymous.headers().contains_key("www-authenticate"));
+    let reader = get(Some("alice")).await;
+    assert_eq!(reader.status(), 403);
+    let challenge = reader.headers()["www-authenticate"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(challenge.contains("insufficient_scope"), "{challenge}");
+    assert!(reader.text().await.unwrap().contains("mcp:admin"));
+    assert_eq!(get(Some("expired")).await.status(), 401);
+    assert_eq!(get(Some("down")).await.status(), 503);
+    let operator = get(Some("ops")).await;
+    assert_eq!(operator.status(), 200);
+    let answer: Value = operator.json().await.unwrap();
+    assert_eq!(answer["tasks"]["running"], 0, "{answer}");
+
+    let _ = stop.send(());
+    serving.await.expect("join").expect("served");
 }

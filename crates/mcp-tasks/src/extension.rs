@@ -292,7 +292,7 @@ impl TasksExtension {
         if let Some(backend) = &self.backend {
             return Ok(crate::Connected {
                 backend: Arc::clone(backend),
-                lease: crate::backend::memory::DEFAULT_LEASE,
+                lease: backend.lease(),
             });
         }
         Ok(crate::connect(&self.config).await?)

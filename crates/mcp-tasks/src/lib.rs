@@ -33,6 +33,8 @@
 //! | module | holds |
 //! |---|---|
 //! | [`extension`] | [`TasksExtension`]: the interceptor, `tasks/*`, the engine's lifecycle |
+//! | [`operator`] | [`Operator`](operator::Operator): status, listing, inspecting, cancelling and purging, for operators |
+//! | [`admin`] | [`Admin`](admin::Admin): the operators' dashboard page and JSON API, as axum routes |
 //! | [`backend`] | [`TaskBackend`](backend::TaskBackend), [`MemoryBackend`](backend::memory::MemoryBackend), and (feature `redis`) `RedisBackend` |
 //! | [`worker`] | [`Worker`]: claims runs and runs tools on their owning server |
 //! | [`owner`] | [`resolve_owning_server`] and the [`TaskSnapshot`] it reads |
@@ -64,6 +66,7 @@
 
 #![warn(missing_docs)]
 
+pub mod admin;
 pub mod backend;
 pub mod config;
 pub mod connect;
@@ -73,6 +76,7 @@ pub mod http_headers;
 mod ids;
 pub mod lost_worker;
 mod metrics;
+pub mod operator;
 pub mod owner;
 pub mod push;
 #[cfg(feature = "redis")]

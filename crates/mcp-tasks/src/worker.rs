@@ -35,7 +35,8 @@ use tracing::Instrument as _;
 use crate::{
     TaskSnapshot,
     backend::{
-        BackendError, Claimed, InputRound, Lease, LeaseState, TaskBackend, WorkerId, WriteAck,
+        BackendError, Claimed, InputRound, Lease, LeaseState, TaskBackend, WorkerId,
+        WorkerPresence, WriteAck,
     },
     owner::resolve_tool,
 };
@@ -340,6 +341,14 @@ impl Worker {
         let sweeper = self
             .sweeps
             .then(|| tokio::spawn(sweep(Arc::clone(&self.backend), stopped.clone())));
+        let runs_changed = Arc::new(tokio::sync::Notify::new());
+        let reporter = tokio::spawn(report_presence(
+            Arc::clone(&self.backend),
+            self.presence(),
+            (Arc::clone(&running), Arc::clone(&runs_changed)),
+            every,
+            stopped.clone(),
+        ));
         let mut jobs = tokio::task::JoinSet::new();
         let mut backoff = Backoff::new();
         let mut outage = Outage::new("claiming tasks");
@@ -398,9 +407,11 @@ impl Worker {
                     margin,
                 });
                 lock(&running).insert(run.lease.task.clone(), Arc::clone(&held));
+                runs_changed.notify_one();
                 let root = self.root.clone();
                 let backend = Arc::clone(&self.backend);
                 let running = Arc::clone(&running);
+                let runs_changed = Arc::clone(&runs_changed);
                 // Whatever the run logs carries the task, the tool and which attempt it is.
                 // The run continues the trace of the request that submitted the task, and is
                 // sampled when that request was.
@@ -429,6 +440,7 @@ impl Worker {
                         // not copied as the task is spawned, polled and finished.
                         Box::pin(execute(&root, &backend, run, &held)).await;
                         lock(&running).remove(&task);
+                        runs_changed.notify_one();
                         drop(permit);
                     }
                     .instrument(span),
@@ -468,6 +480,76 @@ impl Worker {
         let _ = watcher.await;
         if let Some(sweeper) = sweeper {
             let _ = sweeper.await;
+        }
+        let _ = reporter.await;
+        // Stopped cleanly: operators no longer see it (one that dies shows its last report,
+        // growing older).
+        // Bounded tightly: a store that is down must not hold up the shutdown (the entry
+        // then turns stale and `purge` forgets it).
+        let gone = self.backend.worker_gone(&self.id);
+        match tokio::time::timeout(Duration::from_secs(1), gone).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::debug!(%error, "could not take the worker off the list"),
+            Err(_) => tracing::debug!("taking the worker off the list got no answer in time"),
+        }
+    }
+
+    /// What this worker reports of itself, `running` and `seen_at_ms` left to fill in.
+    fn presence(&self) -> WorkerPresence {
+        WorkerPresence {
+            id: self.id.as_str().to_owned(),
+            host: gethostname::gethostname().to_string_lossy().into_owned(),
+            pid: std::process::id(),
+            started_at_ms: crate::backend::memory::now_ms(),
+            seen_at_ms: 0,
+            running: 0,
+            capacity: u32::try_from(self.concurrency).unwrap_or(u32::MAX),
+        }
+    }
+}
+
+/// The least time between two reports of a worker that runs start and end in.
+const REPORT_GAP: Duration = Duration::from_millis(200);
+
+/// Reports the worker to the store at every heartbeat tick, busy or idle, so operators see
+/// it and how long ago it was last heard from, and soon after its runs change (at most one
+/// report per [`REPORT_GAP`] for that). A report that fails is only logged: the store is
+/// then down for leases too, and the outage is reported there.
+async fn report_presence(
+    backend: Arc<dyn TaskBackend>,
+    mut presence: WorkerPresence,
+    (running, changed): (Running, Arc<tokio::sync::Notify>),
+    every: Duration,
+    shutdown: CancellationToken,
+) {
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut first = true;
+    loop {
+        if !first {
+            tokio::select! {
+                biased;
+                () = shutdown.cancelled() => return,
+                () = tokio::time::sleep(REPORT_GAP) => {}
+            }
+        }
+        first = false;
+        tokio::select! {
+            biased;
+            () = shutdown.cancelled() => return,
+            _ = ticks.tick() => {}
+            () = changed.notified() => {}
+        }
+        presence.running = u32::try_from(lock(&running).len()).unwrap_or(u32::MAX);
+        let reported = tokio::select! {
+            biased;
+            () = shutdown.cancelled() => return,
+            reported = tokio::time::timeout(every, backend.worker_seen(&presence)) => reported,
+        };
+        match reported {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::debug!(%error, "could not report the worker"),
+            Err(_) => tracing::debug!("reporting the worker got no answer in time"),
         }
     }
 }

@@ -61,8 +61,8 @@ use ferrymcp_core::{
 };
 use ferrymcp_tasks::backend::{
     BackendError, CancelAck, Claimed, InputRound, LIMIT_CODE, Lease, LeaseState, Limit,
-    LimitExceeded, NewTask, Owner, TaskBackend, TaskLimits, TaskView, UpdateAck, WorkerEvent,
-    WorkerId, WriteAck,
+    LimitExceeded, NewTask, Owner, TaskBackend, TaskFilter, TaskLimits, TaskView, UpdateAck,
+    WorkerEvent, WorkerId, WorkerPresence, WriteAck,
 };
 use futures::FutureExt as _;
 use serde_json::{Value, json};
@@ -294,6 +294,9 @@ macro_rules! __backend_conformance_cases {
                 a_finished_task_frees_its_callers_slot,
                 claims_are_fair_across_callers,
                 resumed_rounds_and_reruns_queue_fairly,
+                operators_see_every_owners_tasks_without_their_payloads,
+                an_operators_cancel_reaches_the_worker_whoever_owns_the_task,
+                workers_report_themselves_and_leave,
             ],
             race: [
                 concurrent_claims_never_share_a_run,
@@ -1617,6 +1620,253 @@ pub async fn input_for_a_task_not_waiting_is_ignored<B: TaskBackend>(h: &Harness
 }
 
 // ---------------------------------------------------------------------------------------------
+// The operators' view
+
+/// An operator's listing (when the backend has one) holds every owner's tasks, newest first,
+/// with where each is (queued, running on its worker under a lease, ended with its error)
+/// and never a task's arguments, context or result; filters by status, tool and age select;
+/// `record` shows one task and `None` for an unknown id; the store counts ended tasks.
+pub async fn operators_see_every_owners_tasks_without_their_payloads<B: TaskBackend>(
+    h: &Harness<B>,
+) {
+    let worker = WorkerId::new();
+    let (held, _run) = running(h, &bob(), &worker, 1).await;
+    let (done, done_run) = running(h, &anon(), &WorkerId::new(), 1).await;
+    let result = json!({"content": [{"type": "text", "text": "secret result"}], "isError": false});
+    h.backend
+        .complete(&done_run.lease, &result)
+        .await
+        .expect("complete");
+    let (failed, failed_run) = running(h, &alice(), &WorkerId::new(), 1).await;
+    let error = json!({"code": -32603, "message": "the upstream refused"});
+    h.backend
+        .fail(&failed_run.lease, &error)
+        .await
+        .expect("fail");
+    let waiting = queued(h, &alice(), 1).await;
+    let Some(all) = h
+        .backend
+        .records(&TaskFilter::default())
+        .await
+        .expect("records")
+    else {
+        return;
+    };
+    let find = |id: &str| {
+        all.iter()
+            .find(|record| record.id == id)
+            .unwrap_or_else(|| panic!("task {id} is not listed: {all:?}"))
+    };
+    assert_eq!(all.len(), 4, "{all:?}");
+    let shown = find(&waiting.id);
+    assert_eq!(
+        (
+            shown.status,
+            shown.queued,
+            shown.worker.as_deref(),
+            shown.attempt
+        ),
+        (TaskStatus::Working, true, None, 0)
+    );
+    assert_eq!(
+        (shown.tool.as_str(), shown.version.as_deref()),
+        (TOOL, Some("1.2.3"))
+    );
+    let shown = find(&held.id);
+    assert_eq!(
+        (
+            shown.status,
+            shown.queued,
+            shown.worker.as_deref(),
+            shown.attempt
+        ),
+        (TaskStatus::Working, false, Some(worker.as_str()), 1)
+    );
+    let lease_until = shown.lease_until_ms.expect("a held run shows its lease");
+    assert!(
+        lease_until + 1_000 >= wall_clock_ms(),
+        "a lease in the future: {shown:?}"
+    );
+    assert_eq!(find(&done.id).status, TaskStatus::Completed);
+    let shown = find(&failed.id);
+    assert_eq!(
+        (shown.status, shown.error.as_ref()),
+        (TaskStatus::Failed, Some(&error))
+    );
+    for record in &all {
+        assert!(
+            record.expires_at_ms.is_some() && record.max_attempts == 1,
+            "{record:?}"
+        );
+        let text = serde_json::to_string(record).expect("serialize");
+        assert!(
+            !text.contains("hello")
+                && !text.contains("conformance\"")
+                && !text.contains("secret result"),
+            "an operator never sees arguments, context or results: {text}"
+        );
+    }
+    let newest_first: Vec<u64> = all.iter().map(|record| record.created_at_ms).collect();
+    assert!(
+        newest_first.windows(2).all(|pair| pair[0] >= pair[1]),
+        "{newest_first:?}"
+    );
+
+    let only = |filter: TaskFilter| async move {
+        let mut ids: Vec<String> = h
+            .backend
+            .records(&filter)
+            .await
+            .expect("records")
+            .expect("listing")
+            .into_iter()
+            .map(|record| record.id)
+            .collect();
+        ids.sort_unstable();
+        ids
+    };
+    let mut working = vec![waiting.id.clone(), held.id.clone()];
+    working.sort_unstable();
+    let by_status = TaskFilter {
+        status: Some(TaskStatus::Working),
+        ..TaskFilter::default()
+    };
+    assert_eq!(only(by_status).await, working);
+    let failures = TaskFilter {
+        status: Some(TaskStatus::Failed),
+        tool: Some(TOOL.into()),
+        ..TaskFilter::default()
+    };
+    assert_eq!(only(failures).await, vec![failed.id.clone()]);
+    let other_tool = TaskFilter {
+        tool: Some("another".into()),
+        ..TaskFilter::default()
+    };
+    assert!(only(other_tool).await.is_empty());
+    let old = TaskFilter {
+        older_than_ms: Some(3_600_000),
+        ..TaskFilter::default()
+    };
+    assert!(only(old).await.is_empty());
+    let recent = TaskFilter {
+        newer_than_ms: Some(3_600_000),
+        limit: 2,
+        ..TaskFilter::default()
+    };
+    assert_eq!(only(recent).await.len(), 2);
+
+    let one = h
+        .other()
+        .record(&held.id)
+        .await
+        .expect("record")
+        .expect("the task");
+    assert_eq!(&one, find(&held.id));
+    assert_eq!(
+        h.backend.record("no-such-task").await.expect("record"),
+        None
+    );
+    if let Some(stats) = h.backend.stats().await.expect("stats") {
+        assert_eq!(stats.ended, 2, "{stats:?}");
+    }
+}
+
+/// An operator cancels a running task of any owner: it is `cancelled`, its worker is told
+/// (event and heartbeat); again it has already ended; an unknown id is `None`.
+pub async fn an_operators_cancel_reaches_the_worker_whoever_owns_the_task<B: TaskBackend>(
+    h: &Harness<B>,
+) {
+    let owner = alice();
+    let worker = WorkerId::new();
+    let mut events = h.backend.events(&worker);
+    let (task, run) = running(h, &owner, &worker, 1).await;
+    let Ok(ack) = h.other().cancel_any(&task.id).await else {
+        return;
+    };
+    assert_eq!(ack, Some(CancelAck::Cancelled));
+    assert_eq!(
+        view(h, &owner, &task.id).await.status,
+        TaskStatus::Cancelled
+    );
+    if let Some(events) = events.as_mut() {
+        expect_cancel_event(events, &task.id).await;
+    }
+    assert_eq!(heartbeat(h, &run.lease).await, CANCEL_REQUESTED);
+    assert_eq!(
+        h.backend.cancel_any(&task.id).await.expect("cancel_any"),
+        Some(CancelAck::AlreadyTerminal)
+    );
+    assert_eq!(
+        h.backend
+            .cancel_any("no-such-task")
+            .await
+            .expect("cancel_any"),
+        None
+    );
+    claim_none(h, "cancelled work is never claimed").await;
+}
+
+/// Workers' reports (when the backend keeps them) are listed with the store's time of the
+/// last one; a report again replaces the last; a worker that leaves is gone; a recent
+/// report is not forgotten.
+pub async fn workers_report_themselves_and_leave<B: TaskBackend>(h: &Harness<B>) {
+    let report = |id: &str, running: u32| WorkerPresence {
+        id: id.to_owned(),
+        host: "conformance-host".to_owned(),
+        pid: 4242,
+        started_at_ms: wall_clock_ms(),
+        seen_at_ms: 0,
+        running,
+        capacity: 8,
+    };
+    let (a, b) = (WorkerId::new(), WorkerId::new());
+    h.backend
+        .worker_seen(&report(a.as_str(), 1))
+        .await
+        .expect("report");
+    h.other()
+        .worker_seen(&report(b.as_str(), 0))
+        .await
+        .expect("report");
+    h.backend
+        .worker_seen(&report(a.as_str(), 3))
+        .await
+        .expect("report");
+    let Some((now, workers)) = h.backend.workers().await.expect("workers") else {
+        return;
+    };
+    let mut ids: Vec<&str> = workers.iter().map(|w| w.id.as_str()).collect();
+    ids.sort_unstable();
+    let mut expected = vec![a.as_str(), b.as_str()];
+    expected.sort_unstable();
+    assert_eq!(ids, expected);
+    let first = workers
+        .iter()
+        .find(|w| w.id == a.as_str())
+        .expect("worker a");
+    assert_eq!((first.running, first.capacity, first.pid), (3, 8, 4242));
+    assert!(
+        first.seen_at_ms > 0 && first.age_ms(now) < 60_000,
+        "{first:?} at {now}"
+    );
+    assert_eq!(
+        h.backend
+            .forget_workers(Duration::from_secs(3600))
+            .await
+            .expect("forget"),
+        0
+    );
+    h.backend.worker_gone(&a).await.expect("gone");
+    let (_, left) = h
+        .other()
+        .workers()
+        .await
+        .expect("workers")
+        .expect("listing");
+    let left: Vec<&str> = left.iter().map(|w| w.id.as_str()).collect();
+    assert_eq!(left, vec![b.as_str()]);
+}
+
 // Cancellation
 
 /// Cancelling queued work (released or not) makes it `cancelled`, and it is never claimed,

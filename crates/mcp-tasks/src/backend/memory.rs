@@ -34,8 +34,8 @@ use tokio::{
 
 use super::{
     BackendError, CancelAck, Claimed, InputRound, LIMIT_CODE, Lease, LeaseState, Limit,
-    LimitExceeded, NewTask, Owner, StoreStats, TaskBackend, TaskLimits, TaskView, UpdateAck,
-    WorkerEvent, WorkerId, WriteAck,
+    LimitExceeded, NewTask, Owner, StoreStats, TaskBackend, TaskFilter, TaskLimits, TaskRecord,
+    TaskView, UpdateAck, WorkerEvent, WorkerId, WorkerPresence, WriteAck,
 };
 use crate::ids;
 
@@ -47,6 +47,8 @@ use crate::ids;
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 /// The message of a task failed because its worker was lost.
 const LOST_WORKER_MESSAGE: &str = "the worker running this task was lost";
+/// How many workers' reports are kept; the one heard from longest ago makes room.
+const MAX_WORKERS_KNOWN: usize = 1024;
 /// The longest the sweeper sleeps when nothing is due.
 const IDLE_SWEEP: Duration = Duration::from_secs(1);
 
@@ -94,6 +96,10 @@ struct State {
     expiry: BinaryHeap<Reverse<(Instant, String)>>,
     leases: BinaryHeap<Reverse<(Instant, String, u64)>>,
     workers: HashMap<WorkerId, mpsc::UnboundedSender<WorkerEvent>>,
+    /// Workers as they last reported themselves, by id.
+    presence: HashMap<String, WorkerPresence>,
+    /// Tasks that ended (completed, failed or cancelled) since the store began.
+    ended_total: u64,
 }
 
 struct Record {
@@ -138,7 +144,8 @@ pub(crate) fn whole_ms(duration: Duration) -> u64 {
     u64::try_from(ms).unwrap_or(u64::MAX)
 }
 
-fn now_ms() -> u64 {
+/// The time now, Unix milliseconds.
+pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
@@ -188,6 +195,12 @@ impl State {
             .unfinished_by_caller
             .entry(Arc::clone(caller))
             .or_default() += 1;
+    }
+
+    /// A task of `caller` ended: completed, failed or cancelled.
+    fn finished(&mut self, caller: &str) {
+        self.ended_total += 1;
+        self.ended(caller);
     }
 
     /// A task of `caller` is no longer unfinished (it ended, or expired unfinished).
@@ -400,7 +413,60 @@ impl MemoryBackend {
             record.status_message = Some(LOST_WORKER_MESSAGE.to_owned());
             record.finish(TaskStatus::Failed);
             let caller = Arc::clone(&record.caller);
-            state.ended(&caller);
+            state.finished(&caller);
+        }
+    }
+
+    /// Cancels task `id`, whoever owns it: the operator's cancel and `tasks/cancel`.
+    fn cancel_record(&self, mut state: MutexGuard<'_, State>, id: &str) -> CancelAck {
+        let Some(record) = state.tasks.get_mut(id) else {
+            return CancelAck::AlreadyTerminal;
+        };
+        if record.is_terminal() {
+            return CancelAck::AlreadyTerminal;
+        }
+        let holder = record.holder.clone();
+        record.finish(TaskStatus::Cancelled);
+        let caller = Arc::clone(&record.caller);
+        state.finished(&caller);
+        Self::notify_worker(&state, holder.as_ref(), id);
+        drop(state);
+        self.changed(id);
+        CancelAck::Cancelled
+    }
+
+    /// Task `id` as an operator sees it.
+    fn record_of(id: &str, record: &Record, now: Instant, now_ms: u64) -> TaskRecord {
+        let at = |instant: Instant| {
+            now_ms
+                .saturating_add(whole_ms(instant.saturating_duration_since(now)).min(u64::MAX / 2))
+        };
+        TaskRecord {
+            id: id.to_owned(),
+            status: record.status,
+            status_message: record.status_message.clone(),
+            tool: record.tool.clone(),
+            version: record.version.clone(),
+            caller: record.caller.to_string(),
+            created_at_ms: record.created_at_ms,
+            updated_at_ms: record.updated_at_ms,
+            expires_at_ms: record
+                .ttl_ms
+                .map(|ttl| record.created_at_ms.saturating_add(ttl)),
+            attempt: record.attempt,
+            max_attempts: record.max_attempts,
+            round: record.round,
+            worker: record
+                .holder
+                .as_ref()
+                .map(|(worker, _)| worker.as_str().to_owned()),
+            lease_until_ms: record.holder.as_ref().map(|(_, until)| at(*until)),
+            queued: record.released && record.holder.is_none() && !record.is_terminal(),
+            error: if record.status == TaskStatus::Failed {
+                record.error.as_deref().map(unpack)
+            } else {
+                None
+            },
         }
     }
 
@@ -422,7 +488,7 @@ impl MemoryBackend {
         let written = write(record);
         if record.is_terminal() {
             let caller = Arc::clone(&record.caller);
-            state.ended(&caller);
+            state.finished(&caller);
         }
         Ok(Ok(written))
     }
@@ -607,14 +673,7 @@ impl TaskBackend for MemoryBackend {
         if record.is_terminal() {
             return Ok(Some(CancelAck::AlreadyTerminal));
         }
-        let holder = record.holder.clone();
-        record.finish(TaskStatus::Cancelled);
-        let caller = Arc::clone(&record.caller);
-        state.ended(&caller);
-        Self::notify_worker(&state, holder.as_ref(), id);
-        drop(state);
-        self.changed(id);
-        Ok(Some(CancelAck::Cancelled))
+        Ok(Some(self.cancel_record(state, id)))
     }
 
     async fn claim(
@@ -881,7 +940,77 @@ impl TaskBackend for MemoryBackend {
             };
             *count += 1;
         }
+        stats.ended = state.ended_total;
         Ok(Some(stats))
+    }
+
+    async fn worker_seen(&self, worker: &WorkerPresence) -> Result<(), BackendError> {
+        let mut seen = worker.clone();
+        seen.seen_at_ms = now_ms();
+        let mut state = self.lock();
+        if state.presence.len() >= MAX_WORKERS_KNOWN && !state.presence.contains_key(&seen.id) {
+            // The one heard from longest ago makes room.
+            if let Some(oldest) = state
+                .presence
+                .values()
+                .min_by_key(|worker| worker.seen_at_ms)
+                .map(|worker| worker.id.clone())
+            {
+                state.presence.remove(&oldest);
+            }
+        }
+        state.presence.insert(seen.id.clone(), seen);
+        Ok(())
+    }
+
+    async fn worker_gone(&self, worker: &WorkerId) -> Result<(), BackendError> {
+        self.lock().presence.remove(worker.as_str());
+        Ok(())
+    }
+
+    async fn workers(&self) -> Result<Option<(u64, Vec<WorkerPresence>)>, BackendError> {
+        let mut workers: Vec<WorkerPresence> = self.lock().presence.values().cloned().collect();
+        workers.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(Some((now_ms(), workers)))
+    }
+
+    async fn forget_workers(&self, unseen_for: Duration) -> Result<u64, BackendError> {
+        let before = now_ms().saturating_sub(whole_ms(unseen_for));
+        let mut state = self.lock();
+        let known = state.presence.len();
+        state
+            .presence
+            .retain(|_, worker| worker.seen_at_ms >= before);
+        Ok(u64::try_from(known - state.presence.len()).unwrap_or(u64::MAX))
+    }
+
+    async fn records(&self, filter: &TaskFilter) -> Result<Option<Vec<TaskRecord>>, BackendError> {
+        let (now, now_ms) = (Instant::now(), now_ms());
+        let state = self.lock();
+        let records = state
+            .tasks
+            .iter()
+            .map(|(id, record)| Self::record_of(id, record, now, now_ms))
+            .filter(|record| filter.matches(record, now_ms))
+            .collect();
+        drop(state);
+        Ok(Some(filter.newest(records)))
+    }
+
+    async fn record(&self, id: &str) -> Result<Option<TaskRecord>, BackendError> {
+        let state = self.lock();
+        Ok(state
+            .tasks
+            .get(id)
+            .map(|record| Self::record_of(id, record, Instant::now(), now_ms())))
+    }
+
+    async fn cancel_any(&self, id: &str) -> Result<Option<CancelAck>, BackendError> {
+        let state = self.lock();
+        if !state.tasks.contains_key(id) {
+            return Ok(None);
+        }
+        Ok(Some(self.cancel_record(state, id)))
     }
 
     fn sweeper_wakeup(&self) -> Option<Arc<Notify>> {

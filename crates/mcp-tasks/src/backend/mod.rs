@@ -9,11 +9,13 @@
 //! [`MemoryBackend`](memory::MemoryBackend) is the embedded, per-server implementation; the
 //! Redis backend implements the same contract with one atomic script per transition.
 
+mod inspect;
 mod limits;
 pub mod memory;
 #[cfg(feature = "redis")]
 pub mod redis;
 
+pub use inspect::{TaskFilter, TaskRecord, WorkerPresence};
 pub use limits::{LIMIT_CODE, Limit, LimitExceeded, TaskLimits};
 
 use std::time::Duration;
@@ -426,15 +428,65 @@ pub trait TaskBackend: Send + Sync + 'static {
     async fn stats(&self) -> Result<Option<StoreStats>, BackendError> {
         Ok(None)
     }
+
+    /// Records that a worker is alive, with what it holds (workers call it at every
+    /// heartbeat tick). The store sets `seen_at_ms` by its own clock.
+    async fn worker_seen(&self, worker: &WorkerPresence) -> Result<(), BackendError> {
+        let _ = worker;
+        Ok(())
+    }
+
+    /// Forgets a worker that stopped cleanly.
+    async fn worker_gone(&self, worker: &WorkerId) -> Result<(), BackendError> {
+        let _ = worker;
+        Ok(())
+    }
+
+    /// The workers the store has heard from, with the store's clock now (Unix ms), or
+    /// `None` from a backend that does not keep them.
+    async fn workers(&self) -> Result<Option<(u64, Vec<WorkerPresence>)>, BackendError> {
+        Ok(None)
+    }
+
+    /// Forgets the workers not heard from for `unseen_for` (stopped without saying so);
+    /// returns how many.
+    async fn forget_workers(&self, unseen_for: Duration) -> Result<u64, BackendError> {
+        let _ = unseen_for;
+        Ok(0)
+    }
+
+    /// The tasks `filter` selects, newest first, whoever owns them; `None` from a backend
+    /// that cannot list its tasks.
+    async fn records(&self, filter: &TaskFilter) -> Result<Option<Vec<TaskRecord>>, BackendError> {
+        let _ = filter;
+        Ok(None)
+    }
+
+    /// Task `id` as an operator sees it, whoever owns it.
+    async fn record(&self, id: &str) -> Result<Option<TaskRecord>, BackendError> {
+        let _ = id;
+        Err(BackendError::Unavailable(
+            "this task store cannot show a task to an operator".to_owned(),
+        ))
+    }
+
+    /// Cancels task `id` whoever owns it (an operator's cancel). `None`: no such task.
+    async fn cancel_any(&self, id: &str) -> Result<Option<CancelAck>, BackendError> {
+        let _ = id;
+        Err(BackendError::Unavailable(
+            "this task store cannot cancel a task for an operator".to_owned(),
+        ))
+    }
 }
 
 /// How many tasks a store holds, by where they are.
 ///
 /// ```
-/// let stats = ferrymcp_tasks::backend::StoreStats { queued: 3, running: 2, waiting: 0, finished: 7 };
+/// let stats = ferrymcp_tasks::backend::StoreStats { queued: 3, running: 2, waiting: 0, finished: 7, ended: 9 };
 /// assert_eq!(stats.unfinished(), 5);
 /// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct StoreStats {
     /// Runs waiting for a worker.
     pub queued: u64,
@@ -445,6 +497,9 @@ pub struct StoreStats {
     pub waiting: u64,
     /// Tasks that ended (completed, failed or cancelled) and are kept until they expire.
     pub finished: u64,
+    /// Tasks that ended since the store began (expired ones included): the difference
+    /// between two readings is the throughput between them.
+    pub ended: u64,
 }
 
 impl StoreStats {

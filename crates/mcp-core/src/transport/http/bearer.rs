@@ -46,6 +46,16 @@ impl Caller {
 }
 
 impl Gate {
+    /// The gate of `config`'s resource server in front of `server`, if it has one.
+    pub(super) fn of(config: &super::HttpConfig, server: &Server) -> Option<Arc<Self>> {
+        let resource = config.auth.clone()?;
+        Some(Arc::new(Self::new(
+            resource,
+            server.clone(),
+            config.max_sessions,
+        )))
+    }
+
     pub(super) fn new(resource: ResourceServer, server: Server, max_sessions: usize) -> Self {
         Self {
             resource,
@@ -151,6 +161,19 @@ impl Gate {
                 Some(response)
             }
         }
+    }
+
+    /// The 403 of an operators' route for a caller without the operators' `scope`.
+    pub(super) fn refuse_scope(&self, scope: &str) -> Response {
+        let challenge = self.resource.challenge_insufficient(&[scope.to_owned()]);
+        let mut response = json_rpc_error(
+            http::StatusCode::FORBIDDEN,
+            serde_json::Value::Null,
+            UNAUTHORIZED,
+            format!("Forbidden: insufficient scope; operators' routes need: {scope}"),
+        );
+        insert_challenge(&mut response, &challenge);
+        response
     }
 
     /// Refuses a request naming a session another principal opened, answering as for a

@@ -4,6 +4,9 @@ use std::{net::IpAddr, time::Duration};
 
 use super::origin::{AllowedHost, AllowedOrigin};
 
+/// The scope operators' tokens hold unless [`HttpConfig::operator_scope`] says otherwise.
+pub const DEFAULT_OPERATOR_SCOPE: &str = "mcp:admin";
+
 /// How the Streamable HTTP endpoint is served: its path, the `Host` and `Origin` values it
 /// accepts, and the limits and timeouts that protect it from clients that misbehave.
 ///
@@ -48,6 +51,7 @@ pub struct HttpConfig {
     pub(super) session_idle_timeout: Duration,
     #[cfg(feature = "auth")]
     pub(super) auth: Option<crate::auth::ResourceServer>,
+    pub(super) operator_scope: String,
 }
 
 /// Which `Host` values are served.
@@ -91,6 +95,7 @@ impl Default for HttpConfig {
             session_idle_timeout: Self::DEFAULT_SESSION_IDLE_TIMEOUT,
             #[cfg(feature = "auth")]
             auth: None,
+            operator_scope: DEFAULT_OPERATOR_SCOPE.to_owned(),
         }
     }
 }
@@ -367,6 +372,20 @@ impl HttpConfig {
     /// ```
     pub fn session_idle_timeout(mut self, timeout: Duration) -> Self {
         self.session_idle_timeout = timeout;
+        self
+    }
+
+    /// The scope an operator's token must hold for the operators' routes
+    /// ([`HttpServer::merge_operator_routes`](crate::HttpServer::merge_operator_routes): an
+    /// admin page, its API), when the server takes bearer tokens ([`auth`](Self::auth)).
+    /// `mcp:admin` unless set.
+    ///
+    /// ```
+    /// let config = ferrymcp_core::HttpConfig::new().operator_scope("ops");
+    /// # let _ = config;
+    /// ```
+    pub fn operator_scope(mut self, scope: impl Into<String>) -> Self {
+        self.operator_scope = scope.into();
         self
     }
 

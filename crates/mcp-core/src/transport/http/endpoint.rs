@@ -178,7 +178,7 @@ pub(super) async fn guard(
     }
 }
 
-fn refused(log: &RejectLog, refusal: Refusal) -> Response {
+pub(super) fn refused(log: &RejectLog, refusal: Refusal) -> Response {
     let (status, kind, message) = match refusal {
         Refusal::BadHost(why) => (http::StatusCode::BAD_REQUEST, Kind::Host, why.to_owned()),
         Refusal::Host(host) => (

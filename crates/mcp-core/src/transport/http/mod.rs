@@ -18,6 +18,7 @@ mod config;
 mod connection;
 mod endpoint;
 mod modern;
+mod operator_gate;
 mod origin;
 mod probe;
 mod reject_log;
@@ -40,7 +41,7 @@ use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio_util::sync::CancellationToken;
 use tower::{Layer, Service};
 
-pub use config::{HttpConfig, HttpConfigError};
+pub use config::{DEFAULT_OPERATOR_SCOPE, HttpConfig, HttpConfigError};
 
 use crate::{McpService, Server, ServerError};
 
@@ -122,13 +123,7 @@ impl Server {
             extensions: self.extension_list(),
             modern,
             #[cfg(feature = "auth")]
-            gate: config.auth.clone().map(|resource| {
-                Arc::new(bearer::Gate::new(
-                    resource,
-                    self.clone(),
-                    config.max_sessions,
-                ))
-            }),
+            gate: bearer::Gate::of(config, self),
         });
         #[cfg(feature = "auth")]
         let metadata = config.auth.as_ref().map(|resource| {
@@ -314,6 +309,7 @@ pub struct HttpServer {
     limits: connection::Limits,
     shutdown: CancellationToken,
     log: Arc<reject_log::RejectLog>,
+    operators: Arc<operator_gate::OperatorGate>,
 }
 
 impl HttpServer {
@@ -343,7 +339,17 @@ impl HttpServer {
             shutdown.clone(),
             log.clone(),
         )?;
+        let operators = Arc::new(operator_gate::OperatorGate {
+            access: config
+                .validate(Some(local_addr.ip()))
+                .map_err(config_error)?,
+            log: log.clone(),
+            #[cfg(feature = "auth")]
+            gate: bearer::Gate::of(&config, &server),
+            scope: config.operator_scope.clone(),
+        });
         Ok(Self {
+            operators,
             server,
             listener,
             local_addr,
@@ -429,6 +435,31 @@ impl HttpServer {
     /// ```
     pub fn merge(mut self, router: Router) -> Self {
         self.router = self.router.merge(router);
+        self
+    }
+
+    /// Merges `router`, routes for operators (an admin page, its API), behind the MCP
+    /// endpoint's own checks: `Host` and `Origin`, and when the server takes bearer tokens
+    /// ([`HttpConfig::auth`]), a valid token whose principal holds the operators' scope
+    /// ([`HttpConfig::operator_scope`], `mcp:admin` unless set). The connection limits apply
+    /// as to every route.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let admin = axum::Router::new().route("/admin/ping", axum::routing::get(|| async { "pong" }));
+    /// let http = ferrymcp_core::HttpServer::bind(ferrymcp_core::Server::new("s"), "127.0.0.1:0", Default::default())
+    ///     .await
+    ///     .unwrap()
+    ///     .merge_operator_routes(admin);
+    /// # let _ = http;
+    /// # });
+    /// ```
+    pub fn merge_operator_routes(mut self, router: Router) -> Self {
+        let guarded = router.route_layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&self.operators),
+            operator_gate::guard,
+        ));
+        self.router = self.router.merge(guarded);
         self
     }
 

@@ -38,6 +38,7 @@
 mod batch;
 mod connection;
 mod events;
+mod operator;
 mod options;
 mod reply;
 mod scripts;
@@ -58,8 +59,8 @@ pub use options::{DEFAULT_LEASE, DEFAULT_RESPONSE_TIMEOUT, RedisOptions};
 
 use super::{
     BackendError, CancelAck, Claimed, InputRound, LIMIT_CODE, Lease, LeaseState, Limit,
-    LimitExceeded, NewTask, Owner, StoreStats, TaskBackend, TaskLimits, TaskView, UpdateAck,
-    WorkerEvent, WorkerId, WriteAck, memory::whole_ms,
+    LimitExceeded, NewTask, Owner, StoreStats, TaskBackend, TaskFilter, TaskLimits, TaskRecord,
+    TaskView, UpdateAck, WorkerEvent, WorkerId, WorkerPresence, WriteAck, memory::whole_ms,
 };
 use crate::{ids, sealing};
 use reply::{corrupt, int, items, pairs, take_text, text, uint};
@@ -539,6 +540,21 @@ impl RedisBackend {
 
     /// What a request-side script matches the stored owner against: the owner's tag under
     /// every key (space-separated), so tasks tagged before a key rotation are still found.
+    /// Cancels task `id` if one of `owner_tags` owns it (`*`: whoever does).
+    async fn cancel_as(
+        &self,
+        id: &str,
+        owner_tags: &str,
+    ) -> Result<Option<CancelAck>, BackendError> {
+        let reply = self.run(&self.scripts.cancel, &[id, owner_tags]).await?;
+        match (&reply, int(&reply)) {
+            (Value::Nil, _) => Ok(None),
+            (_, Some(1)) => Ok(Some(CancelAck::Cancelled)),
+            (_, Some(2)) => Ok(Some(CancelAck::AlreadyTerminal)),
+            _ => Err(corrupt("cancel", &reply)),
+        }
+    }
+
     fn owner_tags(&self, owner: &Owner) -> String {
         match &self.sealer {
             Some(sealer) => sealer.tags(owner.as_str()).join(" "),
@@ -880,15 +896,7 @@ impl TaskBackend for RedisBackend {
     }
 
     async fn cancel(&self, owner: &Owner, id: &str) -> Result<Option<CancelAck>, BackendError> {
-        let reply = self
-            .run(&self.scripts.cancel, &[id, &self.owner_tags(owner)])
-            .await?;
-        match (&reply, int(&reply)) {
-            (Value::Nil, _) => Ok(None),
-            (_, Some(1)) => Ok(Some(CancelAck::Cancelled)),
-            (_, Some(2)) => Ok(Some(CancelAck::AlreadyTerminal)),
-            _ => Err(corrupt("cancel", &reply)),
-        }
+        self.cancel_as(id, &self.owner_tags(owner)).await
     }
 
     async fn claim(
@@ -1089,7 +1097,36 @@ impl TaskBackend for RedisBackend {
             running: leased,
             waiting: unfinished.saturating_sub(ready + leased),
             finished: kept.saturating_sub(unfinished),
+            ended: count(5),
         }))
+    }
+
+    async fn worker_seen(&self, worker: &WorkerPresence) -> Result<(), BackendError> {
+        self.report_worker(worker).await
+    }
+
+    async fn worker_gone(&self, worker: &WorkerId) -> Result<(), BackendError> {
+        self.forget_worker(worker).await
+    }
+
+    async fn workers(&self) -> Result<Option<(u64, Vec<WorkerPresence>)>, BackendError> {
+        self.workers_known().await.map(Some)
+    }
+
+    async fn forget_workers(&self, unseen_for: Duration) -> Result<u64, BackendError> {
+        self.forget_workers_unseen(unseen_for).await
+    }
+
+    async fn records(&self, filter: &TaskFilter) -> Result<Option<Vec<TaskRecord>>, BackendError> {
+        self.records_of(filter).await.map(Some)
+    }
+
+    async fn record(&self, id: &str) -> Result<Option<TaskRecord>, BackendError> {
+        self.record_of(id).await
+    }
+
+    async fn cancel_any(&self, id: &str) -> Result<Option<CancelAck>, BackendError> {
+        self.cancel_as(id, "*").await
     }
 }
 

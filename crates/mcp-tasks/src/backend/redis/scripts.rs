@@ -25,6 +25,8 @@ pub(super) struct Scripts {
     pub watch: Script,
     /// The queue's counts (metrics).
     pub stats: Script,
+    /// What an operator reads, and the workers' reports.
+    pub operator: Script,
     /// `get` for a call alone: a poll is one small read, whose latency matters more than
     /// sharing its round trip.
     pub get_alone: Script,
@@ -149,6 +151,7 @@ impl Scripts {
             handback: script(include_str!("lua/handback.lua")),
             watch: script(include_str!("lua/watch.lua")),
             stats: script(include_str!("lua/stats.lua")),
+            operator: script(include_str!("lua/operator.lua")),
             get_alone: Script::new(&alone_text(include_str!("lua/get.lua"))),
         }
     }

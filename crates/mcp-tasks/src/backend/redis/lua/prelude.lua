@@ -367,6 +367,7 @@ local function finish(t, st, now, f, where, fields)
   set_counts(cal, num(n[1], 0) - 1, num(n[2], 0), num(n[3], 0) - 1)
   local b = bucket_of(f[2])
   if b then BUMP.add(xkey(b), finished, 1) end
+  BUMP.add(P .. ':ended', 'n', 1)
   local set = {'st', st, 'up', int(now)}
   for _, v in ipairs(fields or {}) do set[#set + 1] = v end
   redis.call('HSET', t, unpack(set))
@@ -393,4 +394,19 @@ end
 -- the task's `w` field, set by watch.lua): unwatched tasks cost no message.
 local function changed(id, watched)
   if watched then redis.call('PUBLISH', P .. ':ch', id) end
+end
+--@ record_row
+-- What an operator sees of task `id` (operator.lua), or nil when there is no such task:
+-- {id, st, smsg, tool, ver, cal, cr, up, exp, att, max, rnd, worker, lease deadline,
+-- queued ('1' or ''), err (of a failed task)}; '' stands for an absent field.
+local function record_row(id)
+  local f = redis.call('HMGET', tkey(id), 'st', 'smsg', 'tool', 'ver', 'cal', 'cr', 'up', 'exp',
+    'att', 'max', 'rnd', 'worker', 'err')
+  if not f[1] then return nil end
+  local lease = f[12] and redis.call('ZSCORE', L, id)
+  local queued = not terminal(f[1]) and not f[12] and redis.call('ZSCORE', R, id)
+  local err = f[1] == 'failed' and f[13]
+  return {id, f[1], f[2] or '', f[3] or '', f[4] or '', f[5] or '', f[6] or '', f[7] or '',
+    f[8] or '', f[9] or '', f[10] or '', f[11] or '', f[12] or '', lease or '',
+    queued and '1' or '', err or ''}
 end
