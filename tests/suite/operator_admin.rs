@@ -178,3 +178,25 @@ async fn issue18_without_admin_the_routes_are_not_served() {
     let cli = common::run_operator_cli(&admin, &["status"]).await;
     assert_eq!(cli.code, Some(1), "{}", cli.stdout);
 }
+
+/// The command line against a Redis that cannot be reached: it fails at once with exit 1 and
+/// an error that says so, and never prints the URL's password.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue18_the_cli_fails_cleanly_when_redis_is_down() {
+    let port = common::free_port();
+    let url = format!("redis://:hunter2-secret@127.0.0.1:{port}/0");
+    let started = Instant::now();
+    let run = common::run_operator_cli(&url, &["status"]).await;
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("ferrymcp-tasks:") && !run.stderr.trim().is_empty(),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !run.stderr.contains("hunter2") && !run.stdout.contains("hunter2"),
+        "the password leaked: {}",
+        run.stderr
+    );
+    assert!(started.elapsed() < PATIENCE, "it hung");
+}
