@@ -1,15 +1,20 @@
 //! Head sampling before the OpenTelemetry layer (issue 18): `RequestSampler` keeps one
 //! request's trace in `1 / ratio` when the caller did not decide, always keeps a caller's
 //! sampled `traceparent`, never an unsampled one, and keeps a span inside a request exactly
-//! when it keeps the request's (never as a trace of its own). Over real HTTP, spans exported
-//! to memory. One subscriber for the whole binary, so it holds one test.
+//! when it keeps the request's (never as a trace of its own), and a dropped request makes no
+//! span at all when no other layer wants it. Over real HTTP, spans exported to memory. One
+//! subscriber for the whole binary, so it holds one test.
 
 use ferrymcp::{HttpConfig, HttpServer, Server, ToolDef, trace_context::RequestSampler};
 use ferrymcp_test_helpers::http::post_2026_to;
 use opentelemetry::trace::{TraceId, TracerProvider as _};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use serde_json::{Value, json};
-use tracing_subscriber::{Layer as _, prelude::*};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tracing_subscriber::{Layer as _, filter::LevelFilter, prelude::*};
+
+/// The tool calls that ran inside a span the subscriber made.
+static IN_A_SPAN: AtomicUsize = AtomicUsize::new(0);
 
 async fn call_with(url: &str, traceparent: &str) -> Value {
     let meta = json!({
@@ -47,6 +52,12 @@ async fn requests_are_sampled_whole_before_the_layer() {
         .with_simple_exporter(exporter.clone())
         .build();
     tracing_subscriber::registry()
+        // Logs at WARN, as a service runs: they want no request's span.
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::sink)
+                .with_filter(LevelFilter::WARN),
+        )
         .with(
             tracing_opentelemetry::layer()
                 .with_tracer(provider.tracer("sampling-test"))
@@ -57,6 +68,9 @@ async fn requests_are_sampled_whole_before_the_layer() {
     let server = Server::new("sampled");
     server
         .add_tool(ToolDef::new("work", || async {
+            if !tracing::Span::current().is_none() {
+                IN_A_SPAN.fetch_add(1, Ordering::SeqCst);
+            }
             let _inner = tracing::info_span!("inner_work").entered();
             "done"
         }))
@@ -115,6 +129,11 @@ async fn requests_are_sampled_whole_before_the_layer() {
         "the caller's unsampled trace is dropped"
     );
     assert_eq!(inner.len(), 3, "a span inside a request is kept with it");
+    assert_eq!(
+        IN_A_SPAN.load(Ordering::SeqCst),
+        3,
+        "only the kept requests ran in a span: the subscriber made none for the seven dropped"
+    );
     for span in inner {
         let parent = requests
             .iter()

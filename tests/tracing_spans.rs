@@ -1,7 +1,10 @@
 //! What a tool logs carries where it runs: inside an `mcp.request` span with the JSON-RPC
 //! method and id when it answers a request (here over Streamable HTTP), inside an
 //! `mcp.task_run` span with the task id and the tool when a worker runs it as a task.
-//! Events are captured by a `tracing` layer installed for this test binary.
+//! Events are captured by a `tracing` layer installed for this test binary. With the `otel`
+//! feature a second layer sits beside it behind a `RequestSampler` that keeps every trace its
+//! caller did not decide: the request here comes with an unsampled `traceparent`, and its
+//! span still reaches the capturing layer, never the sampled one.
 
 use std::{
     collections::BTreeMap,
@@ -84,12 +87,51 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
     }
 }
 
+/// The fields of the spans the layer behind the sampler was told of.
+#[cfg(feature = "otel")]
+static SAMPLED_SAW: Mutex<Vec<BTreeMap<String, String>>> = Mutex::new(Vec::new());
+
+/// A layer that writes down the fields of the spans it is told of, in [`SAMPLED_SAW`].
+#[cfg(feature = "otel")]
+struct SampledSpans;
+
+#[cfg(feature = "otel")]
+impl<S: Subscriber> Layer<S> for SampledSpans {
+    fn on_new_span(&self, attrs: &Attributes<'_>, _: &Id, _: LayerContext<'_, S>) {
+        let mut fields = Fields::default();
+        attrs.record(&mut fields);
+        SAMPLED_SAW
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(fields.0);
+    }
+}
+
 fn events() -> &'static Mutex<Vec<EventRecord>> {
     static EVENTS: OnceLock<Mutex<Vec<EventRecord>>> = OnceLock::new();
     EVENTS.get_or_init(|| {
-        tracing_subscriber::registry().with(Capture).init();
+        let subscriber = tracing_subscriber::registry().with(Capture);
+        #[cfg(feature = "otel")]
+        let subscriber = subscriber
+            .with(SampledSpans.with_filter(ferrymcp::trace_context::RequestSampler::ratio(1.0)));
+        subscriber.init();
         Mutex::default()
     })
+}
+
+/// With the `otel` feature: the layer behind the sampler never saw the request `id`.
+fn assert_sampled_layer_never_saw(id: &str) {
+    #[cfg(feature = "otel")]
+    {
+        let saw = SAMPLED_SAW.lock().unwrap_or_else(PoisonError::into_inner);
+        assert!(
+            saw.iter()
+                .all(|fields| fields.get("id").is_none_or(|seen| seen != id)),
+            "a dropped trace's span reaches the logs, never the traces' layer: {saw:?}"
+        );
+    }
+    #[cfg(not(feature = "otel"))]
+    let _ = id;
 }
 
 /// The spans of the one event logged with `message`.
@@ -146,6 +188,11 @@ async fn a_tool_answering_a_request_logs_inside_its_request_span() {
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", "tools/call")
         .header("mcp-name", "shout")
+        // The caller did not sample its trace.
+        .header(
+            "traceparent",
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00",
+        )
         .body(body.to_string())
         .timeout(Duration::from_secs(30))
         .send()
@@ -170,6 +217,7 @@ async fn a_tool_answering_a_request_logs_inside_its_request_span() {
     let request = span(&spans, "mcp.request");
     assert_eq!(request.fields["method"], "tools/call", "{request:?}");
     assert_eq!(request.fields["id"], "req-41", "{request:?}");
+    assert_sampled_layer_never_saw("req-41");
 }
 
 #[tokio::test]

@@ -6,8 +6,9 @@
 #   bash .ci/bench/http_instructions.sh DEMO_BINARY [SECONDS]
 #
 # Runs the demo under callgrind twice: once serving nothing (start-up and shutdown alone),
-# once under wrk -c1 for SECONDS (default 15); prints the requests served and
-# (instructions of the loaded run - instructions of the idle run) / requests. Needs valgrind
+# once under wrk for SECONDS (default 15) with CONNECTIONS connections (default 1); prints
+# the requests served and (instructions of the loaded run - instructions of the idle run) /
+# requests. Needs valgrind
 # and wrk (Debian's packages). Not part of CI; BENCHMARKS.md ("HTTP edge") has the figures.
 #
 # HTTP_ADDR (default 127.0.0.1:0) is the address served, DEMO_ARGS more arguments for the
@@ -39,7 +40,7 @@ measure() {
     local requests=0
     if [[ "$1" != 0 ]]; then
         local result
-        result="$(wrk -t1 -c1 -d"$1s" -s "$work/call.lua" "$url")"
+        result="$(wrk -t1 -c"${CONNECTIONS:-1}" -d"$1s" --timeout 10s -s "$work/call.lua" "$url")"
         if grep -q 'Non-2xx\|Socket errors' <<<"$result"; then echo "$result" >&2; exit 1; fi
         requests="$(awk '/requests in/ {print $1}' <<<"$result")"
     fi
@@ -52,4 +53,4 @@ measure() {
 
 read -r _ idle < <(measure 0)
 read -r requests loaded < <(measure "$seconds")
-echo "$binary: $requests requests, $(( (loaded - idle) / requests )) instructions per call"
+echo "$binary ${extra[*]}: $requests requests at ${CONNECTIONS:-1} connections, $(( (loaded - idle) / requests )) instructions per call"

@@ -3,14 +3,24 @@
 # at 32 callers: release demos side by side, one plain (`off`), one with the Prometheus
 # exporter (`metrics`: every call counted and timed per method and per tool), one with that
 # and every request's span exported over OTLP/HTTP (`traced`: `--metrics --otlp`, to a
-# small sink that answers 200 and counts what it got), and one that keeps 1 % of the
-# traces (`sampled`: the same with `--otlp-sample 0.01`, decided before the layer). Servers
+# small sink that answers 200 and counts what it got), one that keeps 1 % of the traces
+# (`sampled`: the same with `--otlp-sample 0.01`, decided before the layer), and a second
+# plain one (`control`, not run unless TELEMETRY_SIDES names it). Servers
 # on CPU 0, wrk and the sink on CPU 1; rounds rotate the order so drift hits all alike. At
 # the end the metered servers' /metrics must have counted the calls and the sink must have
 # received spans.
 #
 #   bash .ci/bench/telemetry.sh [SECONDS_PER_RUN] [ROUNDS]
 #   TELEMETRY_SIDES="off metrics sampled" bash .ci/bench/telemetry.sh   # some sides only
+#   TELEMETRY_INSTRUCTIONS=10 bash .ci/bench/telemetry.sh 8 0           # instructions only
+#   TELEMETRY_TOGETHER=1 bash .ci/bench/telemetry.sh 8 6                # the sides at once
+#
+# With TELEMETRY_TOGETHER set, each round runs every side at the same time (all servers on
+# CPU 0, each wrk on CPU 1), so that the VM's drift hits them alike within a round.
+#
+# With TELEMETRY_INSTRUCTIONS=SECONDS it then counts each side's instructions per call under
+# callgrind at 32 connections (http_instructions.sh; needs valgrind): the figure that holds on
+# a shared VM, whose wall clock moves by more than the cost measured here.
 #
 # Needs wrk, taskset and curl. Not part of CI: it measures, it asserts nothing but that
 # the calls were answered and counted. BENCHMARKS.md ("Telemetry") has the figures.
@@ -71,12 +81,15 @@ done
 [[ -n "$sink" ]] || { echo "the OTLP sink did not start" >&2; exit 1; }
 
 start_server off taskset -c 0 "$demo" --http 127.0.0.1:0
+# A second plain server: run beside `off`, it shows what the method itself puts between two
+# identical servers.
+start_server control taskset -c 0 "$demo" --http 127.0.0.1:0
 start_server metrics taskset -c 0 "$demo" --http 127.0.0.1:0 --metrics
 start_server traced taskset -c 0 "$demo" --http 127.0.0.1:0 --metrics --otlp "$sink/v1/traces"
 start_server sampled taskset -c 0 "$demo" --http 127.0.0.1:0 --metrics --otlp "$sink/v1/traces" \
     --otlp-sample 0.01
 wrk_call_script "$work/call.lua"
-for side in off metrics traced sampled; do
+for side in off control metrics traced sampled; do
     u="${side}_url"
     check_add "$side" "${!u}"
 done
@@ -86,6 +99,27 @@ echo "off: $off_url; metrics: $metrics_url (--metrics); traced: $traced_url (--m
 printf '%-6s %-8s %10s %10s %12s\n' round side 'req/s' p50 'CPU µs/call'
 read -r -a sides <<<"${TELEMETRY_SIDES:-off metrics traced sampled}"
 for round in $(seq 1 "$rounds"); do
+    if [[ -n "${TELEMETRY_TOGETHER:-}" ]]; then
+        # Every side at once, each under its own wrk: what the VM's neighbours do to one
+        # they do to all, so the ratios hold where the figures of one side alone wander.
+        # Started in a rotated order: the first started gets the CPU first.
+        runs=()
+        for i in "${!sides[@]}"; do
+            which="${sides[$(((round + i) % ${#sides[@]}))]}"
+            u="${which}_url"
+            p="${which}_pid"
+            wrk_run "${!u}" 32 "$work/call.lua" "${!p}" "$seconds" >"$work/together.$which" &
+            runs+=("$!")
+        done
+        for run in "${runs[@]}"; do
+            wait "$run" || { echo "a run failed" >&2; exit 1; }
+        done
+        for which in "${sides[@]}"; do
+            read -r rps p50 cpu <"$work/together.$which"
+            printf '%-6s %-8s %10s %10s %12s\n' "$round" "$which" "$rps" "$p50" "$cpu"
+        done
+        continue
+    fi
     for i in "${!sides[@]}"; do
         which="${sides[$(((round + i) % ${#sides[@]}))]}"
         u="${which}_url"
@@ -96,13 +130,30 @@ for round in $(seq 1 "$rounds"); do
 done
 
 for which in "${sides[@]}"; do
-    [[ "$which" == off ]] && continue
+    [[ "$which" == off || "$which" == control ]] && continue
     u="${which}_url"
     counted="$(curl -fsS "${!u%/mcp}/metrics" |
         awk '/^mcp_tool_calls_total\{/ && /tool="add"/ && /outcome="ok"/ {print $2}')"
     [[ -n "$counted" && "$counted" -gt 0 ]] || { echo "$which counted no add calls" >&2; exit 1; }
     echo "$which counted $counted add calls"
 done
-read -r posts bytes < <(curl -fsS "$sink/")
-[[ "$posts" -gt 0 ]] || { echo "the sink received no spans" >&2; exit 1; }
-echo "the OTLP sink received $posts exports, $bytes bytes"
+if [[ "$rounds" -gt 0 ]]; then
+    read -r posts bytes < <(curl -fsS "$sink/")
+    [[ "$posts" -gt 0 ]] || { echo "the sink received no spans" >&2; exit 1; }
+    echo "the OTLP sink received $posts exports, $bytes bytes"
+fi
+
+if [[ -n "${TELEMETRY_INSTRUCTIONS:-}" ]]; then
+    declare -A side_args=(
+        [off]=""
+        [control]=""
+        [metrics]="--metrics"
+        [traced]="--metrics --otlp $sink/v1/traces"
+        [sampled]="--metrics --otlp $sink/v1/traces --otlp-sample 0.01"
+    )
+    for which in "${sides[@]}"; do
+        DEMO_ARGS="${side_args[$which]}" CONNECTIONS=32 \
+            bash "$root/.ci/bench/http_instructions.sh" "$demo" "$TELEMETRY_INSTRUCTIONS" |
+            sed "s/^/$which: /"
+    done
+fi

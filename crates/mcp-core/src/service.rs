@@ -483,10 +483,7 @@ impl From<GetPromptRequestParams> for RoundRequest {
 /// by the handler (rmcp hands each one its own request type).
 fn request_span(method: &str, context: &RequestContext<RoleServer>) -> tracing::Span {
     let caller = incoming_trace(context.extensions.get::<http::request::Parts>());
-    let span = crate::trace_context::with_caller_decision(
-        caller.as_ref(),
-        || tracing::info_span!("mcp.request", method, id = %context.id),
-    );
+    let span = crate::trace_root_span!(caller.as_ref(), "mcp.request", method, id = %context.id);
     continue_trace(&span, caller);
     span
 }
@@ -495,22 +492,23 @@ fn request_span(method: &str, context: &RequestContext<RoleServer>) -> tracing::
 /// and the caller's principal key (never a token).
 fn scope_span(method: &str, scope: &RequestScope, target: &str) -> tracing::Span {
     let caller = incoming_trace(scope.extensions().get::<http::request::Parts>());
-    let span =
-        crate::trace_context::with_caller_decision(caller.as_ref(), || match scope.request_id() {
-            Some(id) => tracing::info_span!(
-                "mcp.request",
-                method,
-                id = %id,
-                tool = tracing::field::Empty,
-                principal = tracing::field::Empty
-            ),
-            None => tracing::info_span!(
-                "mcp.request",
-                method,
-                tool = tracing::field::Empty,
-                principal = tracing::field::Empty
-            ),
-        });
+    let span = match scope.request_id() {
+        Some(id) => crate::trace_root_span!(
+            caller.as_ref(),
+            "mcp.request",
+            method,
+            id = %id,
+            tool = tracing::field::Empty,
+            principal = tracing::field::Empty
+        ),
+        None => crate::trace_root_span!(
+            caller.as_ref(),
+            "mcp.request",
+            method,
+            tool = tracing::field::Empty,
+            principal = tracing::field::Empty
+        ),
+    };
     if !span.is_disabled() {
         if method == "tools/call" {
             span.record("tool", target);

@@ -31,25 +31,65 @@ pub use otlp::{OtlpError, OtlpTracing};
 #[cfg(feature = "otel")]
 pub use sampling::RequestSampler;
 
-/// Makes a span with `make` while the request sampler (`RequestSampler`, feature `otel`)
-/// knows the caller's decision: whether the trace context `caller` (the request's, or the
-/// task's) is sampled. A span that starts a trace of its own is made this way.
+/// Makes the span a trace starts at (a request's, a task run's) with `tracing::info_span!`'s
+/// arguments, continuing the sampling decision of the trace context `caller` came with.
+///
+/// With a `RequestSampler` (feature `otel`) installed, the sampler decides before the span is
+/// made: a trace it keeps gets the span as written, and one it drops gets the same span from a
+/// second call site whose target ends in `::unsampled`, which the sampler never sees. Other
+/// layers (logs filtered by level, for instance) see both as usual, and when none of them
+/// wants the dropped one it is never made: a dropped request costs the subscriber nothing.
+/// Without a sampler it is the span as written.
 ///
 /// ```
-/// use ferrymcp_core::trace_context::{TraceContext, with_caller_decision};
+/// use ferrymcp_core::{trace_context::TraceContext, trace_root_span};
 /// let caller = TraceContext::new("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
-/// let span = with_caller_decision(Some(&caller), || tracing::info_span!("mcp.task_run"));
+/// let span = trace_root_span!(Some(&caller), "mcp.task_run", attempt = 1);
 /// caller.adopt(&span);
 /// ```
-pub fn with_caller_decision<T>(caller: Option<&TraceContext>, make: impl FnOnce() -> T) -> T {
+#[macro_export]
+macro_rules! trace_root_span {
+    ($caller:expr, $name:literal $($fields:tt)*) => {
+        $crate::trace_context::root_span(
+            $caller,
+            || $crate::trace_context::__tracing::info_span!($name $($fields)*),
+            || $crate::trace_context::__tracing::info_span!(
+                target: ::core::concat!(::core::module_path!(), "::unsampled"),
+                $name $($fields)*
+            ),
+        )
+    };
+}
+
+#[doc(hidden)]
+pub use tracing as __tracing;
+
+/// What [`trace_root_span!`](crate::trace_root_span) expands to: `kept()` when the trace is
+/// sampled (or nothing samples), `unsampled()` when a `RequestSampler` (feature `otel`) drops
+/// it.
+///
+/// ```
+/// use ferrymcp_core::trace_context::root_span;
+/// let span = root_span(
+///     None,
+///     || tracing::info_span!("mcp.request"),
+///     || tracing::info_span!(target: "my_app::unsampled", "mcp.request"),
+/// );
+/// # drop(span);
+/// ```
+pub fn root_span(
+    caller: Option<&TraceContext>,
+    kept: impl FnOnce() -> tracing::Span,
+    unsampled: impl FnOnce() -> tracing::Span,
+) -> tracing::Span {
     #[cfg(feature = "otel")]
     {
-        sampling::with_caller_decision(caller.and_then(TraceContext::sampled), make)
+        sampling::root_span(caller.and_then(TraceContext::sampled), kept, unsampled)
     }
     #[cfg(not(feature = "otel"))]
     {
-        let _ = caller;
-        make()
+        let _ = (caller, unsampled);
+        kept()
     }
 }
 

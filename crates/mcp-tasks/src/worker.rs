@@ -22,9 +22,7 @@ use std::{
 };
 
 use ferrymcp_core::{
-    RequestScope, Server, ToolCall,
-    trace_context::{TraceContext, with_caller_decision},
-    version::VersionSpec,
+    RequestScope, Server, ToolCall, trace_context::TraceContext, version::VersionSpec,
 };
 use ferrymcp_types::{CallToolResponse, CallToolResult, ContentBlock, ProtocolVersion};
 use serde_json::{Value, json};
@@ -419,15 +417,14 @@ impl Worker {
                     .context
                     .get("trace")
                     .and_then(|trace| serde_json::from_value::<TraceContext>(trace.clone()).ok());
-                let span = with_caller_decision(trace.as_ref(), || {
-                    tracing::info_span!(
-                        "mcp.task_run",
-                        task = %run.lease.task,
-                        tool = %run.tool,
-                        attempt = run.attempt,
-                        round = run.round,
-                    )
-                });
+                let span = ferrymcp_core::trace_root_span!(
+                    trace.as_ref(),
+                    "mcp.task_run",
+                    task = %run.lease.task,
+                    tool = %run.tool,
+                    attempt = run.attempt,
+                    round = run.round,
+                );
                 if let Some(trace) = trace
                     && !span.is_disabled()
                 {

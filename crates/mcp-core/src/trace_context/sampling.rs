@@ -1,5 +1,5 @@
-//! Head sampling before the OpenTelemetry layer: a request's trace is kept or dropped when its
-//! span is made, so that a dropped one costs the layer nothing.
+//! Head sampling before the OpenTelemetry layer: a request's trace is kept or dropped before
+//! its span is made, so that a dropped one costs the subscriber nothing.
 
 use std::{
     cell::Cell,
@@ -10,17 +10,40 @@ use tracing::{Metadata, subscriber::Interest};
 use tracing_subscriber::layer::{Context, Filter};
 
 thread_local! {
-    /// The caller's decision for the span being made on this thread: `Some(sampled)` when the
-    /// request (or the task) came with a trace context, `None` when it did not.
-    static CALLER_SAMPLED: Cell<Option<bool>> = const { Cell::new(None) };
+    /// The decision for the trace-starting span being made on this thread, while it is made:
+    /// `Some(kept)` when it is decided already (by the sampler, or by the caller's
+    /// `traceparent` for a sampler the dispatcher does not expose), `None` when not.
+    static DECIDED: Cell<Option<bool>> = const { Cell::new(None) };
 }
 
-/// Makes a span with `make` while the sampler knows the caller's decision (`Some(sampled)`
-/// from its `traceparent` flags, or `None`).
-pub(crate) fn with_caller_decision<T>(decision: Option<bool>, make: impl FnOnce() -> T) -> T {
-    let before = CALLER_SAMPLED.with(|cell| cell.replace(decision));
+/// The suffix of the target of a dropped trace's first span (see `trace_root_span!`).
+const UNSAMPLED: &str = "::unsampled";
+
+/// Makes a trace's first span: asks the installed [`RequestSampler`] first, and makes
+/// `unsampled()` (a call site the sampler is never interested in) for a trace it drops. A
+/// sampler the dispatcher cannot find (inside a filter combinator) decides in its filter.
+pub(crate) fn root_span(
+    caller: Option<bool>,
+    kept: impl FnOnce() -> tracing::Span,
+    unsampled: impl FnOnce() -> tracing::Span,
+) -> tracing::Span {
+    let decided = tracing::dispatcher::get_default(|dispatch| {
+        dispatch
+            .downcast_ref::<RequestSampler>()
+            .map(|sampler| sampler.starts_kept_trace(caller))
+    });
+    match decided {
+        Some(false) => unsampled(),
+        Some(true) => while_decided(Some(true), kept),
+        None => while_decided(caller, kept),
+    }
+}
+
+/// Runs `make` with `decision` visible to the filter.
+fn while_decided(decision: Option<bool>, make: impl FnOnce() -> tracing::Span) -> tracing::Span {
+    let before = DECIDED.with(|cell| cell.replace(decision));
     let made = make();
-    CALLER_SAMPLED.with(|cell| cell.set(before));
+    DECIDED.with(|cell| cell.set(before));
     made
 }
 
@@ -31,8 +54,10 @@ const TRACE_ROOTS: [&str; 2] = ["mcp.request", "mcp.task_run"];
 /// a request's (or a task run's) span is kept when its caller's `traceparent` says sampled,
 /// dropped when it says not, and otherwise kept for one request in `every`; spans and events
 /// inside are kept exactly when the span they are in was. Spans outside any request are
-/// dropped. A dropped request costs the layer nothing, which sampling in the SDK cannot give
-/// (the layer builds every span before the SDK's sampler sees it).
+/// dropped. The framework asks the sampler before it makes a request's span, so a dropped
+/// request costs the layer nothing, which sampling in the SDK cannot give (the layer builds
+/// every span before the SDK's sampler sees it), and, when no other layer wants its spans,
+/// costs the subscriber nothing either.
 ///
 /// [`OtlpTracing`](super::OtlpTracing) applies it; with a layer of your own:
 ///
@@ -73,8 +98,10 @@ impl RequestSampler {
         }
     }
 
-    fn starts_kept_trace(&self) -> bool {
-        if let Some(decided) = CALLER_SAMPLED.with(Cell::get) {
+    /// Whether a trace starts kept: the caller's decision if it made one, else one in
+    /// `every`.
+    fn starts_kept_trace(&self, caller: Option<bool>) -> bool {
+        if let Some(decided) = caller {
             return decided;
         }
         match self.every {
@@ -93,15 +120,23 @@ where
     S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
 {
     fn enabled(&self, meta: &Metadata<'_>, cx: &Context<'_, S>) -> bool {
+        if meta.target().ends_with(UNSAMPLED) {
+            return false;
+        }
         if meta.is_span() && TRACE_ROOTS.contains(&meta.name()) {
-            return self.starts_kept_trace();
+            let decided = DECIDED.with(Cell::get);
+            return decided.unwrap_or_else(|| self.starts_kept_trace(None));
         }
         // Inside a kept span (the context only sees the spans this filter let through).
         cx.lookup_current().is_some()
     }
 
-    fn callsite_enabled(&self, _meta: &'static Metadata<'static>) -> Interest {
-        // Decided span by span.
-        Interest::sometimes()
+    fn callsite_enabled(&self, meta: &'static Metadata<'static>) -> Interest {
+        if meta.target().ends_with(UNSAMPLED) {
+            Interest::never()
+        } else {
+            // Decided span by span.
+            Interest::sometimes()
+        }
     }
 }
