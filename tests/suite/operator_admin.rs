@@ -1,7 +1,8 @@
 //! Issue 18's admin routes on a memory engine, against `demo --http --admin` as a process: the
 //! JSON API and the operators' command line through it (status with the embedded worker,
 //! tasks, inspect, cancel), its errors, and the endpoint's `Host` and `Origin` checks in front
-//! of it. (The command line against Redis directly: `tests/redis_processes.rs`.)
+//! of it; and the same routes in-process on a Redis engine whose Redis freezes. (The command
+//! line against Redis directly: `tests/redis_processes.rs`.)
 
 use std::time::{Duration, Instant};
 
@@ -199,4 +200,64 @@ async fn issue18_the_cli_fails_cleanly_when_redis_is_down() {
         run.stderr
     );
     assert!(started.elapsed() < PATIENCE, "it hung");
+}
+
+/// The admin routes on a Redis engine whose Redis freezes (`SIGSTOP`: connections open,
+/// nothing answers): the API answers 503 with a JSON error within the engine's response
+/// timeout instead of hanging, the dashboard page still loads, and once Redis is back the
+/// same routes answer again.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issue18_the_admin_api_answers_503_while_redis_is_frozen_and_recovers() {
+    use std::sync::Arc;
+
+    use ferrymcp::tasks::{admin::Admin, backend::redis::RedisBackend};
+    use ferrymcp_test_helpers::redis::RedisServer;
+
+    let redis = RedisServer::start();
+    let url = format!(
+        "{}&response_timeout_ms=500",
+        redis.queue_url("admin-frozen")
+    );
+    let backend = RedisBackend::connect(&url).await.expect("connect to Redis");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a loopback port");
+    let admin = format!("http://{}/admin", listener.local_addr().expect("address"));
+    let routes = Admin::new(Arc::new(backend)).router("/admin");
+    tokio::spawn(async move { axum::serve(listener, routes).await });
+    let http = reqwest::Client::builder()
+        .timeout(PATIENCE)
+        .build()
+        .expect("a client");
+
+    api_until(&admin, "status", |status| {
+        status["tasks"]["queued"].is_u64()
+    })
+    .await;
+
+    redis.freeze();
+    // A hang would end at the client's timeout, and fail here.
+    for path in ["status", "tasks", "tasks/no-such-task"] {
+        let answer = http
+            .get(format!("{admin}/api/{path}"))
+            .send()
+            .await
+            .unwrap_or_else(|error| panic!("{path} answers while Redis is frozen: {error}"));
+        assert_eq!(answer.status(), 503, "{path} while Redis is frozen");
+        let body: Value = answer.json().await.expect("a JSON error");
+        assert!(body["error"].is_string(), "{path}: {body}");
+    }
+    let page = http
+        .get(format!("{admin}/"))
+        .send()
+        .await
+        .expect("the page while Redis is frozen");
+    assert_eq!(page.status(), 200, "the dashboard page needs no Redis");
+
+    redis.thaw();
+    api_until(&admin, "status", |status| {
+        status["tasks"]["queued"].is_u64()
+    })
+    .await;
 }
