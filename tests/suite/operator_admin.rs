@@ -214,7 +214,8 @@ async fn issue18_the_admin_api_answers_503_while_redis_is_frozen_and_recovers() 
     use ferrymcp::tasks::{admin::Admin, backend::redis::RedisBackend};
     use ferrymcp_test_helpers::redis::RedisServer;
 
-    let redis = RedisServer::start();
+    // A redis-server process of its own, even where MCP_TEST_REDIS_URL names a shared one.
+    let redis = RedisServer::start_local();
     let url = format!(
         "{}&response_timeout_ms=500",
         redis.queue_url("admin-frozen")
