@@ -126,6 +126,9 @@ struct Record {
     /// Claimable work: released, and not yet claimed for the current round.
     released: bool,
     holder: Option<(WorkerId, Instant)>,
+    /// The holder's lease end as Unix milliseconds, reckoned once when the lease was given or
+    /// renewed (reckoning it at every read would move it by a millisecond between reads).
+    lease_until_ms: u64,
     fence: u64,
     attempt: u32,
     max_attempts: u32,
@@ -436,11 +439,7 @@ impl MemoryBackend {
     }
 
     /// Task `id` as an operator sees it.
-    fn record_of(id: &str, record: &Record, now: Instant, now_ms: u64) -> TaskRecord {
-        let at = |instant: Instant| {
-            now_ms
-                .saturating_add(whole_ms(instant.saturating_duration_since(now)).min(u64::MAX / 2))
-        };
+    fn record_of(id: &str, record: &Record) -> TaskRecord {
         TaskRecord {
             id: id.to_owned(),
             status: record.status,
@@ -460,7 +459,7 @@ impl MemoryBackend {
                 .holder
                 .as_ref()
                 .map(|(worker, _)| worker.as_str().to_owned()),
-            lease_until_ms: record.holder.as_ref().map(|(_, until)| at(*until)),
+            lease_until_ms: record.holder.as_ref().map(|_| record.lease_until_ms),
             queued: record.released && record.holder.is_none() && !record.is_terminal(),
             error: if record.status == TaskStatus::Failed {
                 record.error.as_deref().map(unpack)
@@ -566,6 +565,7 @@ impl TaskBackend for MemoryBackend {
             deadline,
             released: false,
             holder: None,
+            lease_until_ms: 0,
             fence: 0,
             attempt: 0,
             max_attempts: task.max_attempts.max(1),
@@ -691,6 +691,7 @@ impl TaskBackend for MemoryBackend {
                 let mut state = self.lock();
                 let now = Instant::now();
                 let lease_until = now + self.lease;
+                let lease_until_ms = now_ms().saturating_add(whole_ms(self.lease));
                 let mut claimed = Vec::new();
                 let mut raw = Vec::new();
                 while claimed.len() < max {
@@ -707,6 +708,7 @@ impl TaskBackend for MemoryBackend {
                     record.fence += 1;
                     record.attempt += 1;
                     record.holder = Some((worker.clone(), lease_until));
+                    record.lease_until_ms = lease_until_ms;
                     // Cloned, not taken: a run redelivered after a lost lease needs them again.
                     let responses = (record.round > 1).then(|| record.answers.clone());
                     claimed.push(Claimed {
@@ -756,6 +758,7 @@ impl TaskBackend for MemoryBackend {
     async fn heartbeat(&self, leases: &[Lease]) -> Result<Vec<LeaseState>, BackendError> {
         let mut state = self.lock();
         let lease_until = Instant::now() + self.lease;
+        let lease_until_ms = now_ms().saturating_add(whole_ms(self.lease));
         let mut states = Vec::with_capacity(leases.len());
         for lease in leases {
             let answer = match state.tasks.get_mut(&lease.task) {
@@ -772,6 +775,7 @@ impl TaskBackend for MemoryBackend {
                 Some(record) if !record.holds(lease) => LeaseState::Lost,
                 Some(record) => {
                     record.holder = Some((lease.worker.clone(), lease_until));
+                    record.lease_until_ms = lease_until_ms;
                     let fence = record.fence;
                     state
                         .leases
@@ -985,12 +989,12 @@ impl TaskBackend for MemoryBackend {
     }
 
     async fn records(&self, filter: &TaskFilter) -> Result<Option<Vec<TaskRecord>>, BackendError> {
-        let (now, now_ms) = (Instant::now(), now_ms());
+        let now_ms = now_ms();
         let state = self.lock();
         let records = state
             .tasks
             .iter()
-            .map(|(id, record)| Self::record_of(id, record, now, now_ms))
+            .map(|(id, record)| Self::record_of(id, record))
             .filter(|record| filter.matches(record, now_ms))
             .collect();
         drop(state);
@@ -1002,7 +1006,7 @@ impl TaskBackend for MemoryBackend {
         Ok(state
             .tasks
             .get(id)
-            .map(|record| Self::record_of(id, record, Instant::now(), now_ms())))
+            .map(|record| Self::record_of(id, record)))
     }
 
     async fn cancel_any(&self, id: &str) -> Result<Option<CancelAck>, BackendError> {
