@@ -178,6 +178,36 @@ async fn metrics_move_as_the_traffic_did() {
         Some(10.0),
         "a duration per call: {text}"
     );
+    // The durations are a histogram with fixed buckets: cumulative counts by bound, the
+    // last (`+Inf`) and the count agreeing, every call under 5 minutes.
+    let buckets: Vec<(&str, u64)> = text
+        .lines()
+        .filter(|line| line.starts_with("mcp_tool_call_duration_seconds_bucket{tool=\"add\","))
+        .filter_map(|line| {
+            let le = line.split("le=\"").nth(1)?.split('"').next()?;
+            Some((le, line.rsplit(' ').next()?.parse().ok()?))
+        })
+        .collect();
+    assert_eq!(buckets.len(), 20, "19 bounds and +Inf: {text}");
+    assert!(
+        buckets.windows(2).all(|pair| pair[0].1 <= pair[1].1),
+        "buckets not cumulative: {text}"
+    );
+    assert_eq!(
+        buckets.first().map(|bucket| bucket.0),
+        Some("0.0001"),
+        "{text}"
+    );
+    assert_eq!(buckets.get(18), Some(&("300", 10)), "{text}");
+    assert_eq!(buckets.last(), Some(&("+Inf", 10)), "{text}");
+    assert!(
+        text.contains("# TYPE mcp_tool_call_duration_seconds histogram"),
+        "{text}"
+    );
+    let sum = during
+        .value("mcp_tool_call_duration_seconds_sum", &[("tool", "add")])
+        .unwrap_or_default();
+    assert!(sum > 0.0 && sum < 10.0 * 300.0, "sum {sum}: {text}");
     assert!(
         !during
             .label_values("mcp_tool_calls_total", "tool")

@@ -32,7 +32,8 @@ measure() {
     valgrind --tool=callgrind --callgrind-out-file="$out" "$binary" --http "${HTTP_ADDR:-127.0.0.1:0}" "${extra[@]}" >"$log" 2>&1 &
     local pid=$! url=""
     for _ in $(seq 1 600); do
-        url="$(sed -n 's/^listening on //p' "$log" | head -n1)"
+        # Only a whole line: under valgrind the announcement may be read half written.
+        url="$(sed -n 's|^listening on \(http://.*/mcp\)$|\1|p' "$log" | head -n1)"
         [[ -n "$url" ]] && break
         sleep 0.1
     done

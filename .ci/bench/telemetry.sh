@@ -15,8 +15,9 @@
 #   TELEMETRY_INSTRUCTIONS=10 bash .ci/bench/telemetry.sh 8 0           # instructions only
 #   TELEMETRY_TOGETHER=1 bash .ci/bench/telemetry.sh 8 6                # the sides at once
 #
-# With TELEMETRY_TOGETHER set, each round runs every side at the same time (all servers on
-# CPU 0, each wrk on CPU 1), so that the VM's drift hits them alike within a round.
+# With TELEMETRY_TOGETHER set, each round starts the servers afresh and runs every side at
+# the same time (all servers on CPU 0, each wrk on CPU 1), so that the VM's drift hits them
+# alike within a round.
 #
 # With TELEMETRY_INSTRUCTIONS=SECONDS it then counts each side's instructions per call under
 # callgrind at 32 connections (http_instructions.sh; needs valgrind): the figure that holds on
@@ -80,19 +81,34 @@ for _ in $(seq 1 100); do
 done
 [[ -n "$sink" ]] || { echo "the OTLP sink did not start" >&2; exit 1; }
 
-start_server off taskset -c 0 "$demo" --http 127.0.0.1:0
-# A second plain server: run beside `off`, it shows what the method itself puts between two
-# identical servers.
-start_server control taskset -c 0 "$demo" --http 127.0.0.1:0
-start_server metrics taskset -c 0 "$demo" --http 127.0.0.1:0 --metrics
-start_server traced taskset -c 0 "$demo" --http 127.0.0.1:0 --metrics --otlp "$sink/v1/traces"
-start_server sampled taskset -c 0 "$demo" --http 127.0.0.1:0 --metrics --otlp "$sink/v1/traces" \
-    --otlp-sample 0.01
+# start_sides: starts every side's server, stopping the one before it if there was one. The
+# servers of a run are started once; with TELEMETRY_TOGETHER, afresh every round, so that
+# what a process's memory layout happens to give or take (a few per cent either way on this
+# VM, for the whole life of the process) is not carried through the run by one side.
+start_sides() {
+    local side p
+    for side in off control metrics traced sampled; do
+        p="${side}_pid"
+        if [[ -n "${!p:-}" ]]; then
+            kill "${!p}" 2>/dev/null || true
+            wait "${!p}" 2>/dev/null || true
+        fi
+    done
+    start_server off taskset -c 0 "$demo" --http 127.0.0.1:0
+    # A second plain server: run beside `off`, it shows what the method itself puts between
+    # two identical servers.
+    start_server control taskset -c 0 "$demo" --http 127.0.0.1:0
+    start_server metrics taskset -c 0 "$demo" --http 127.0.0.1:0 --metrics
+    start_server traced taskset -c 0 "$demo" --http 127.0.0.1:0 --metrics --otlp "$sink/v1/traces"
+    start_server sampled taskset -c 0 "$demo" --http 127.0.0.1:0 --metrics --otlp "$sink/v1/traces" \
+        --otlp-sample 0.01
+    for side in off control metrics traced sampled; do
+        u="${side}_url"
+        check_add "$side" "${!u}"
+    done
+}
 wrk_call_script "$work/call.lua"
-for side in off control metrics traced sampled; do
-    u="${side}_url"
-    check_add "$side" "${!u}"
-done
+start_sides
 
 echo "machine: $(nproc) vCPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "off: $off_url; metrics: $metrics_url (--metrics); traced: $traced_url (--metrics --otlp $sink); sampled: $sampled_url (1 %); 32 connections, ${seconds} s per run"
@@ -100,6 +116,7 @@ printf '%-6s %-8s %10s %10s %12s\n' round side 'req/s' p50 'CPU µs/call'
 read -r -a sides <<<"${TELEMETRY_SIDES:-off metrics traced sampled}"
 for round in $(seq 1 "$rounds"); do
     if [[ -n "${TELEMETRY_TOGETHER:-}" ]]; then
+        [[ "$round" -gt 1 ]] && start_sides
         # Every side at once, each under its own wrk: what the VM's neighbours do to one
         # they do to all, so the ratios hold where the figures of one side alone wander.
         # Started in a rotated order: the first started gets the CPU first.

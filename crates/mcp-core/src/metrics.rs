@@ -241,14 +241,6 @@ pub(crate) const EXTENSION_METHODS: &[&str] = &[
     "ferrymcp/subscriptions/listen",
 ];
 
-/// Every method a request counter names by itself.
-pub(crate) fn known_methods() -> impl Iterator<Item = &'static str> {
-    crate::server::SPEC_METHODS
-        .iter()
-        .chain(EXTENSION_METHODS)
-        .copied()
-}
-
 /// `method` as a metric label: itself when it is an MCP method this crate knows, else
 /// `other`, so that a client cannot make series of any name.
 ///
@@ -258,14 +250,12 @@ pub(crate) fn known_methods() -> impl Iterator<Item = &'static str> {
 /// assert_eq!(method_label("x/made-up"), "other");
 /// ```
 pub fn method_label(method: &str) -> &'static str {
-    known_methods()
-        .find(|known| *known == method)
-        .unwrap_or("other")
+    Method::named(method).label()
 }
 
-/// Times `answer` and counts it as a request of `method` (a name the server knows).
+/// Times `answer` and counts it as a request of `method`.
 pub(crate) async fn observe_request<T, E>(
-    method: &'static str,
+    method: Method,
     answer: impl Future<Output = Result<T, E>>,
 ) -> Result<T, E> {
     if !enabled() {
@@ -277,7 +267,7 @@ pub(crate) async fn observe_request<T, E>(
     result
 }
 
-pub(crate) use calls::{TOOL_OUTCOMES, request_done, tool_call_done};
+pub(crate) use calls::{Method, TOOL_OUTCOMES, request_done, tool_series};
 
 /// Counts a refusal by the HTTP edge, by the limit's setting name.
 pub(crate) fn rejected(limit: &'static str) {
@@ -289,5 +279,7 @@ pub(crate) fn rejected(limit: &'static str) {
 mod calls;
 #[cfg(feature = "metrics")]
 mod exporter;
+#[cfg(feature = "metrics")]
+mod recorder;
 #[cfg(feature = "metrics")]
 pub use exporter::{MetricsError, MetricsExporter};

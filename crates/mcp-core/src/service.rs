@@ -172,15 +172,21 @@ impl McpService {
         if !crate::metrics::enabled() {
             return self.answer_call(request, scope).await;
         }
-        let started = std::time::Instant::now();
-        let name = request.name.clone();
-        let answer = self.answer_call(request, scope).await;
-        let elapsed = started.elapsed();
-        crate::metrics::request_done("tools/call", crate::metrics::outcome(&answer), elapsed);
         // Only tools the server has are labels: a client cannot make series of any name.
-        crate::metrics::tool_call_done(&name, tool_outcome(&answer), elapsed, |name| {
+        let series = crate::metrics::tool_series(&request.name, |name| {
             self.root.resolve(name, None).is_some()
         });
+        let started = std::time::Instant::now();
+        let answer = self.answer_call(request, scope).await;
+        let elapsed = started.elapsed();
+        crate::metrics::request_done(
+            const { crate::metrics::Method::known("tools/call") },
+            crate::metrics::outcome(&answer),
+            elapsed,
+        );
+        if let Some(series) = series {
+            series.done(tool_outcome(&answer), elapsed);
+        }
         answer
     }
 
@@ -765,7 +771,7 @@ impl ServerHandler for McpService {
     ) -> Result<InitializeResult, ErrorData> {
         let span = request_span("initialize", &context);
         crate::metrics::observe_request(
-            "initialize",
+            const { crate::metrics::Method::known("initialize") },
             async move {
                 self.legacy.store(true, Ordering::Release);
                 context.peer.set_peer_info(request.clone());
@@ -791,7 +797,7 @@ impl ServerHandler for McpService {
     ) -> Result<DiscoverResult, ErrorData> {
         let span = request_span("server/discover", &context);
         crate::metrics::observe_request(
-            "server/discover",
+            const { crate::metrics::Method::known("server/discover") },
             async move {
                 let result = DiscoverResult::from_server_info(
                     self.supported_protocol_versions().into_owned(),
@@ -826,7 +832,7 @@ impl ServerHandler for McpService {
     ) -> Result<ListToolsResult, ErrorData> {
         let span = request_span("tools/list", &context);
         crate::metrics::observe_request(
-            "tools/list",
+            const { crate::metrics::Method::known("tools/list") },
             async move {
                 let listed = self.root.list_of(self.context(context), true).await?;
                 Ok(ListToolsResult::with_all_items(wire_tools(listed)))
@@ -843,7 +849,7 @@ impl ServerHandler for McpService {
     ) -> Result<ListResourcesResult, ErrorData> {
         let span = request_span("resources/list", &context);
         crate::metrics::observe_request(
-            "resources/list",
+            const { crate::metrics::Method::known("resources/list") },
             async move {
                 let listed: Vec<ResourceInfo> =
                     self.root.list_of(self.context(context), true).await?;
@@ -866,7 +872,7 @@ impl ServerHandler for McpService {
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let span = request_span("resources/templates/list", &context);
         crate::metrics::observe_request(
-            "resources/templates/list",
+            const { crate::metrics::Method::known("resources/templates/list") },
             async move {
                 let listed: Vec<TemplateInfo> =
                     self.root.list_of(self.context(context), true).await?;
@@ -891,7 +897,7 @@ impl ServerHandler for McpService {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         crate::metrics::observe_request(
-            "resources/read",
+            const { crate::metrics::Method::known("resources/read") },
             self.answer_with_rounds(context, request.into(), |read, version, cx| {
                 self.root.dispatch_read(ReadResource {
                     uri: read.target.clone(),
@@ -911,7 +917,7 @@ impl ServerHandler for McpService {
     ) -> Result<ListPromptsResult, ErrorData> {
         let span = request_span("prompts/list", &context);
         crate::metrics::observe_request(
-            "prompts/list",
+            const { crate::metrics::Method::known("prompts/list") },
             async move {
                 let listed: Vec<PromptInfo> =
                     self.root.list_of(self.context(context), true).await?;
@@ -933,7 +939,7 @@ impl ServerHandler for McpService {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         crate::metrics::observe_request(
-            "prompts/get",
+            const { crate::metrics::Method::known("prompts/get") },
             self.answer_with_rounds(context, request.into(), |get, version, cx| {
                 self.root.dispatch_get_prompt(GetPrompt {
                     name: get.target.clone(),
@@ -954,7 +960,7 @@ impl ServerHandler for McpService {
     ) -> Result<CompleteResult, ErrorData> {
         let span = request_span("completion/complete", &context);
         crate::metrics::observe_request(
-            "completion/complete",
+            const { crate::metrics::Method::known("completion/complete") },
             async move {
                 let params = serde_json::to_value(request).ok();
                 let value = self.custom("completion/complete", params, context).await?;
@@ -977,7 +983,7 @@ impl ServerHandler for McpService {
     ) -> Result<(), ErrorData> {
         let span = request_span("logging/setLevel", &context);
         crate::metrics::observe_request(
-            "logging/setLevel",
+            const { crate::metrics::Method::known("logging/setLevel") },
             async move {
                 let level = LogLevel::from_wire(&request.level)
                     .ok_or_else(|| ErrorData::invalid_params("unknown logging level", None))?;
@@ -1038,7 +1044,7 @@ impl ServerHandler for McpService {
     ) -> Result<(), ErrorData> {
         let span = request_span("resources/subscribe", &context);
         crate::metrics::observe_request(
-            "resources/subscribe",
+            const { crate::metrics::Method::known("resources/subscribe") },
             async move {
                 let peer = context.peer.clone();
                 let cx = self.context(context);
@@ -1081,7 +1087,7 @@ impl ServerHandler for McpService {
     ) -> Result<(), ErrorData> {
         let span = request_span("resources/unsubscribe", &context);
         crate::metrics::observe_request(
-            "resources/unsubscribe",
+            const { crate::metrics::Method::known("resources/unsubscribe") },
             async move {
                 self.watched.uris().remove(&request.uri);
                 Ok(())
@@ -1101,9 +1107,8 @@ impl ServerHandler for McpService {
         context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
         let span = request_span(&request.method, &context);
-        let method = crate::metrics::method_label(&request.method);
         crate::metrics::observe_request(
-            method,
+            crate::metrics::Method::named(&request.method),
             async move {
                 let CustomRequest { method, params, .. } = request;
                 if method == subscription::EXTENDED_LISTEN {
@@ -1142,7 +1147,7 @@ impl ServerHandler for McpService {
     ) -> Result<GetTaskResult, ErrorData> {
         let span = request_span("tasks/get", &context);
         crate::metrics::observe_request(
-            "tasks/get",
+            const { crate::metrics::Method::known("tasks/get") },
             async move {
                 let params = serde_json::to_value(request).ok();
                 let value = self.custom("tasks/get", params, context).await?;
@@ -1164,7 +1169,7 @@ impl ServerHandler for McpService {
     ) -> Result<(), ErrorData> {
         let span = request_span("tasks/update", &context);
         crate::metrics::observe_request(
-            "tasks/update",
+            const { crate::metrics::Method::known("tasks/update") },
             async move {
                 let params = serde_json::to_value(request).ok();
                 self.custom("tasks/update", params, context).await.map(drop)
@@ -1181,7 +1186,7 @@ impl ServerHandler for McpService {
     ) -> Result<(), ErrorData> {
         let span = request_span("tasks/cancel", &context);
         crate::metrics::observe_request(
-            "tasks/cancel",
+            const { crate::metrics::Method::known("tasks/cancel") },
             async move {
                 let params = serde_json::to_value(request).ok();
                 self.custom("tasks/cancel", params, context).await.map(drop)

@@ -1,18 +1,17 @@
 //! The Prometheus exporter: a recorder for the whole process and the route that renders it.
 
-use std::{sync::OnceLock, time::Duration};
+use std::{
+    sync::{Arc, OnceLock},
+    time::Duration,
+};
 
 use axum::{Router, http::header, routing::get};
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
-/// Upper bounds of the duration histograms' buckets, in seconds: from a fast in-process call
-/// (100 µs) to a long task (5 min).
-const SECONDS_BUCKETS: &[f64] = &[
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
-    5.0, 10.0, 30.0, 60.0, 300.0,
-];
+use super::recorder::{Kept, SplitRecorder};
 
-/// How often histograms are folded in when nobody scrapes, so that they do not grow.
+/// How often the Prometheus recorder's histograms (those not in seconds, kept as samples)
+/// are folded in when nobody scrapes, so that they do not grow.
 const UPKEEP_EVERY: Duration = Duration::from_secs(5);
 
 /// Why the exporter could not be installed.
@@ -21,9 +20,6 @@ pub enum MetricsError {
     /// Another `metrics` recorder is installed in this process (there is one per process).
     #[error("another metrics recorder is already installed in this process")]
     OtherRecorder,
-    /// The exporter's own configuration was refused.
-    #[error("the Prometheus exporter could not be built: {0}")]
-    Build(String),
 }
 
 /// The process's Prometheus recorder, and what renders it in the text exposition format.
@@ -44,6 +40,7 @@ pub enum MetricsError {
 #[derive(Clone)]
 pub struct MetricsExporter {
     handle: PrometheusHandle,
+    kept: Arc<Kept>,
 }
 
 impl std::fmt::Debug for MetricsExporter {
@@ -52,13 +49,17 @@ impl std::fmt::Debug for MetricsExporter {
     }
 }
 
-static INSTALLED: OnceLock<Result<PrometheusHandle, String>> = OnceLock::new();
+type Installed = (PrometheusHandle, Arc<Kept>);
+
+/// The exporter installed by the first call, or `None` if another recorder was there first.
+static INSTALLED: OnceLock<Option<Installed>> = OnceLock::new();
 
 impl MetricsExporter {
     /// Installs the Prometheus recorder as the process's `metrics` recorder and switches
-    /// recording on ([`enable`](super::enable)). Duration histograms get buckets from 100 µs
-    /// to 5 min. A later call returns the same exporter; an error if another recorder was
-    /// installed first.
+    /// recording on ([`enable`](super::enable)). Histograms whose name ends in `_seconds` get
+    /// fixed buckets from 100 µs to 5 min, counted as they are recorded; other histograms
+    /// are rendered as summaries. A later call returns the same exporter; an error if another
+    /// recorder was installed first.
     ///
     /// ```
     /// let exporter = ferrymcp_core::metrics::MetricsExporter::install();
@@ -66,13 +67,14 @@ impl MetricsExporter {
     /// ```
     pub fn install() -> Result<Self, MetricsError> {
         let installed = INSTALLED.get_or_init(|| {
-            let builder = PrometheusBuilder::new()
-                .set_buckets_for_metric(Matcher::Suffix("_seconds".to_owned()), SECONDS_BUCKETS)
-                .map_err(|error| error.to_string())?;
-            let recorder = builder.build_recorder();
-            let handle = recorder.handle();
-            ::metrics::set_global_recorder(recorder)
-                .map_err(|_| "another recorder".to_owned())?;
+            let prometheus = PrometheusBuilder::new().build_recorder();
+            let handle = prometheus.handle();
+            let kept = Arc::new(Kept::new());
+            ::metrics::set_global_recorder(SplitRecorder {
+                prometheus,
+                kept: Arc::clone(&kept),
+            })
+            .ok()?;
             let upkeep = handle.clone();
             // A thread of its own: the exporter may be installed before any runtime runs.
             let spawned = std::thread::Builder::new()
@@ -86,18 +88,14 @@ impl MetricsExporter {
             if let Err(error) = spawned {
                 tracing::warn!(%error, "no metrics upkeep thread: histograms fold in at scrapes only");
             }
-            Ok(handle)
+            Some((handle, kept))
         });
-        match installed {
-            Ok(handle) => {
-                super::enable();
-                Ok(Self {
-                    handle: handle.clone(),
-                })
-            }
-            Err(reason) if reason == "another recorder" => Err(MetricsError::OtherRecorder),
-            Err(reason) => Err(MetricsError::Build(reason.clone())),
-        }
+        let (handle, kept) = installed.as_ref().ok_or(MetricsError::OtherRecorder)?;
+        super::enable();
+        Ok(Self {
+            handle: handle.clone(),
+            kept: Arc::clone(kept),
+        })
     }
 
     /// The metrics in the Prometheus text format, after reading the gauge sources
@@ -112,7 +110,9 @@ impl MetricsExporter {
     /// ```
     pub async fn render(&self) -> String {
         super::read_sources().await;
-        self.handle.render()
+        let mut text = self.handle.render();
+        self.kept.render_into(&mut text);
+        text
     }
 
     /// A router that answers `GET path` with [`render`](Self::render), to merge into an
