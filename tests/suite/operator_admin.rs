@@ -131,6 +131,16 @@ async fn issue18_admin_routes_and_the_cli_on_a_memory_engine() {
     let missing = common::run_operator_cli(&admin, &["cancel", "no-such-task"]).await;
     assert_eq!(missing.code, Some(1));
     assert!(missing.stderr.contains("no task"), "{}", missing.stderr);
+    // A task id may begin with `-` (ids are random): it is an id, not an option.
+    for command in ["inspect", "cancel"] {
+        let dashed = common::run_operator_cli(&admin, &[command, "-1no-such-task"]).await;
+        assert_eq!(dashed.code, Some(1), "{command}: {}", dashed.stderr);
+        assert!(
+            dashed.stderr.contains("no task \"-1no-such-task\""),
+            "{command}: {}",
+            dashed.stderr
+        );
+    }
 
     // Errors are JSON with the right status.
     let bad = http

@@ -71,12 +71,14 @@ enum Command {
     },
     /// One task: state, attempts, worker, timings, error (never its arguments or context).
     Inspect {
-        /// The task id.
+        /// The task id (one may begin with `-`).
+        #[arg(allow_hyphen_values = true)]
         id: String,
     },
     /// Cancels a task, whoever submitted it; its run is told to stop.
     Cancel {
-        /// The task id.
+        /// The task id (one may begin with `-`).
+        #[arg(allow_hyphen_values = true)]
         id: String,
     },
     /// Removes what expired, recovers runs whose worker is gone, forgets stale workers.
