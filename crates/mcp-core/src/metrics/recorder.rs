@@ -141,7 +141,7 @@ impl Kept {
         self.help
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(name.as_str().to_owned(), description);
+            .insert(formatting::sanitize_metric_name(name.as_str()), description);
     }
 
     /// Appends the counters, then the histograms, in the Prometheus text format: a family at
@@ -218,7 +218,10 @@ fn add_series<T: Clone>(
     value: &T,
 ) {
     let labels = LabelSet::from_key_and_global(key, global);
-    let series = family.entry(key.name().to_owned()).or_default();
+    // As the exporter does: a name Prometheus would refuse (`jobs.done`) is made valid.
+    let series = family
+        .entry(formatting::sanitize_metric_name(key.name()))
+        .or_default();
     series.push((labels.to_strings().collect(), labels, value.clone()));
 }
 
@@ -347,6 +350,19 @@ mod tests {
         assert_eq!(
             rendered(&recorder),
             "# HELP y_total Calls.\n# TYPE y_total counter\ny_total{tool=\"a\"} 1\ny_total{tool=\"b\"} 5\n\n"
+        );
+    }
+
+    #[test]
+    fn a_name_prometheus_would_refuse_is_made_valid_as_the_exporter_does() {
+        let recorder = recorder();
+        recorder.describe_counter("jobs.done".into(), None, "Jobs.".into());
+        recorder
+            .register_counter(&Key::from_name("jobs.done"), &metadata())
+            .increment(1);
+        assert_eq!(
+            rendered(&recorder),
+            "# HELP jobs_done Jobs.\n# TYPE jobs_done counter\njobs_done 1\n\n"
         );
     }
 
