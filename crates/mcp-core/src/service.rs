@@ -305,7 +305,9 @@ impl McpService {
                 ));
             };
             let requests = round.input_requests.take().unwrap_or_default();
-            let responses = input_rounds::ask_client(peer, requests).await?;
+            // Boxed: a 2025-11-25 round trip is a large future, and inline it would size
+            // every call's.
+            let responses = Box::pin(input_rounds::ask_client(peer, requests)).await?;
             scope = base
                 .clone()
                 .with_input(responses, round.request_state.take());

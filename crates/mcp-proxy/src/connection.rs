@@ -523,10 +523,11 @@ impl Upstream {
             }
         }
         if let Some(credentials) = self.credentials() {
+            // Boxed, as the session path below: a token fetch is a large future.
             let token = if options.on_behalf {
-                credentials.for_caller(options.caller_token).await
+                Box::pin(credentials.for_caller(options.caller_token)).await
             } else {
-                credentials.own().await
+                Box::pin(credentials.own()).await
             };
             let token = token.map_err(|error| ProxyError::Credentials {
                 upstream: self.inner.name.clone(),
@@ -570,30 +571,46 @@ impl Upstream {
                 }),
             };
         }
+        // Boxed: rmcp's session path is large and, on a 2026-07-28 upstream over HTTP,
+        // rarely taken.
+        Box::pin(self.send_on_session(&session, request, peer_options, cancel, &method)).await
+    }
+
+    /// A request sent through rmcp's session (every request but the direct posts), within
+    /// the call timeout; a cancellation tells the upstream.
+    async fn send_on_session(
+        &self,
+        session: &Arc<Session>,
+        request: ClientRequest,
+        peer_options: PeerRequestOptions,
+        cancel: &CancellationToken,
+        method: &str,
+    ) -> Result<ServerResult, ProxyError> {
+        let timeout = self.inner.options.call_timeout;
         let handle = match session
             .peer
             .send_request_with_option(request, peer_options)
             .await
         {
             Ok(handle) => handle,
-            Err(error) => return Err(self.failed(&session, &method, error)),
+            Err(error) => return Err(self.failed(session, method, error)),
         };
         let id = handle.id.clone();
         let outcome = tokio::select! {
             outcome = tokio::time::timeout(timeout, handle.await_response()) => outcome,
             () = cancel.cancelled() => {
                 notify_cancelled(&session.peer, id, "cancelled by the proxy's client").await;
-                return Err(self.cancelled(&method));
+                return Err(self.cancelled(method));
             }
         };
         match outcome {
             Ok(Ok(result)) => Ok(result),
-            Ok(Err(error)) => Err(self.failed(&session, &method, error)),
+            Ok(Err(error)) => Err(self.failed(session, method, error)),
             Err(_elapsed) => {
                 notify_cancelled(&session.peer, id, "timed out at the proxy").await;
                 Err(ProxyError::Timeout {
                     upstream: self.inner.name.clone(),
-                    method,
+                    method: method.to_owned(),
                     timeout,
                 })
             }
@@ -727,6 +744,13 @@ impl Upstream {
         {
             return Ok(session);
         }
+        // Connecting is rare and its future large: boxed, so that the future of every call
+        // that awaits a session stays small (it is moved into a box of its own per call).
+        Box::pin(self.reconnect()).await
+    }
+
+    /// [`session`](Self::session) when there is no open one: connects, one caller at a time.
+    async fn reconnect(&self) -> Result<Arc<Session>, ProxyError> {
         let _connecting = self.inner.connecting.lock().await;
         // Someone else may have reconnected while we waited.
         if let Some(session) = self.inner.current.load_full() {

@@ -235,7 +235,8 @@ impl Poster {
             && let Some((credentials, used, headers, body)) = renewable
         {
             tracing::debug!("the upstream refused its token (401); fetching a new one");
-            if let Ok(fresh) = credentials.renew(used).await {
+            // Boxed, as the other rare paths here: every call's future stays small.
+            if let Ok(fresh) = Box::pin(credentials.renew(used)).await {
                 response = self.send(headers, body, Some(&fresh)).await?;
             }
         }
@@ -282,7 +283,7 @@ impl Poster {
             )));
         }
         if !status.is_success() {
-            return Err(self.refused(response, content_type, id).await);
+            return Err(Box::pin(self.refused(response, content_type, id)).await);
         }
         match content_type {
             MediaType::Json => {
@@ -295,39 +296,48 @@ impl Poster {
                     Err(detail) => Err(PostError::Protocol(detail)),
                 }
             }
-            MediaType::EventStream => {
-                let body = response.into_body().into_data_stream();
-                let mut events = event_stream::events(body, self.max_message);
-                while let Some(event) = events.next().await {
-                    let event = event.map_err(|error| {
-                        let reason = self.redact(error.to_string());
-                        if event_stream::broke_off(&error) {
-                            PostError::Lost(reason)
-                        } else {
-                            PostError::Protocol(format!("the SSE answer: {reason}"))
-                        }
-                    })?;
-                    let Some(data) = event.data.filter(|d| !d.is_empty()) else {
-                        continue;
-                    };
-                    // Notifications about the call (progress, logs) are not forwarded, as on
-                    // the session.
-                    match answer::read(data.as_bytes(), id, method) {
-                        Ok(Reading::Answer(answer)) => return answer.map_err(PostError::Upstream),
-                        Ok(Reading::Other) => {}
-                        Err(detail) => {
-                            return Err(PostError::Protocol(format!("an SSE event: {detail}")));
-                        }
-                    }
-                }
-                Err(PostError::Lost(format!(
-                    "the SSE stream ended before the answer to request {id}"
-                )))
-            }
+            MediaType::EventStream => Box::pin(self.read_events(response, id, method)).await,
             MediaType::Other(content_type) => Err(PostError::Protocol(format!(
                 "HTTP {status} with the content type {content_type:?}, neither JSON nor SSE"
             ))),
         }
+    }
+
+    /// The answer to request `id` in the SSE stream of `response`: the first event that
+    /// answers it (notifications about the call are not forwarded, as on the session).
+    async fn read_events(
+        &self,
+        response: http::Response<AnswerBody>,
+        id: &RequestId,
+        method: &str,
+    ) -> Result<ServerResult, PostError> {
+        let body = response.into_body().into_data_stream();
+        let mut events = event_stream::events(body, self.max_message);
+        while let Some(event) = events.next().await {
+            let event = event.map_err(|error| {
+                let reason = self.redact(error.to_string());
+                if event_stream::broke_off(&error) {
+                    PostError::Lost(reason)
+                } else {
+                    PostError::Protocol(format!("the SSE answer: {reason}"))
+                }
+            })?;
+            let Some(data) = event.data.filter(|d| !d.is_empty()) else {
+                continue;
+            };
+            // Notifications about the call (progress, logs) are not forwarded, as on
+            // the session.
+            match answer::read(data.as_bytes(), id, method) {
+                Ok(Reading::Answer(answer)) => return answer.map_err(PostError::Upstream),
+                Ok(Reading::Other) => {}
+                Err(detail) => {
+                    return Err(PostError::Protocol(format!("an SSE event: {detail}")));
+                }
+            }
+        }
+        Err(PostError::Lost(format!(
+            "the SSE stream ended before the answer to request {id}"
+        )))
     }
 
     /// The whole body of `response`, at most the message limit.

@@ -471,13 +471,14 @@ impl Extension for ProxyTasks {
     ) -> Result<CallToolResponse, ErrorData> {
         if client_opted_in(call.context().scope()) {
             let server = call.context().server().clone();
+            // The passthrough's futures are boxed: they are large, and inline they would
+            // make every call's future as large, copied into its box per call.
             if let Some((upstream, tool)) = proxied(&server, &call.name, &call)
-                && upstream
-                    .supports_tasks()
+                && Box::pin(upstream.supports_tasks())
                     .await
                     .map_err(ProxyError::into_error_data)?
             {
-                return self.passthrough(&call, &upstream, &tool).await;
+                return Box::pin(self.passthrough(&call, &upstream, &tool)).await;
             }
         }
         match &self.local {

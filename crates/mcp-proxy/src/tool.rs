@@ -225,10 +225,13 @@ impl ToolHandler for ProxyTool {
                 Caller::Factory(make) => {
                     let peer = make().await?;
                     let params = CallToolRequestParams::new(name).with_arguments(arguments);
-                    peer.call_tool(params).await.map_err(|error| match error {
-                        rmcp::ServiceError::McpError(error) => ToolError::protocol(error),
-                        other => ToolError::internal(other),
-                    })
+                    // Boxed, so that this branch does not size the managed upstream's future.
+                    Box::pin(peer.call_tool(params))
+                        .await
+                        .map_err(|error| match error {
+                            rmcp::ServiceError::McpError(error) => ToolError::protocol(error),
+                            other => ToolError::internal(other),
+                        })
                 }
             }
         })
