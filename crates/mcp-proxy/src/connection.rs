@@ -523,11 +523,10 @@ impl Upstream {
             }
         }
         if let Some(credentials) = self.credentials() {
-            // Boxed, as the session path below: a token fetch is a large future.
             let token = if options.on_behalf {
-                Box::pin(credentials.for_caller(options.caller_token)).await
+                credentials.for_caller(options.caller_token).await
             } else {
-                Box::pin(credentials.own()).await
+                credentials.own().await
             };
             let token = token.map_err(|error| ProxyError::Credentials {
                 upstream: self.inner.name.clone(),

@@ -235,8 +235,7 @@ impl Poster {
             && let Some((credentials, used, headers, body)) = renewable
         {
             tracing::debug!("the upstream refused its token (401); fetching a new one");
-            // Boxed, as the other rare paths here: every call's future stays small.
-            if let Ok(fresh) = Box::pin(credentials.renew(used)).await {
+            if let Ok(fresh) = credentials.renew(used).await {
                 response = self.send(headers, body, Some(&fresh)).await?;
             }
         }

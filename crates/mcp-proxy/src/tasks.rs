@@ -471,10 +471,11 @@ impl Extension for ProxyTasks {
     ) -> Result<CallToolResponse, ErrorData> {
         if client_opted_in(call.context().scope()) {
             let server = call.context().server().clone();
-            // The passthrough's futures are boxed: they are large, and inline they would
-            // make every call's future as large, copied into its box per call.
+            // The passthrough's future is boxed: it is large, and inline it would make every
+            // call's future as large, copied into its box per call.
             if let Some((upstream, tool)) = proxied(&server, &call.name, &call)
-                && Box::pin(upstream.supports_tasks())
+                && upstream
+                    .supports_tasks()
                     .await
                     .map_err(ProxyError::into_error_data)?
             {

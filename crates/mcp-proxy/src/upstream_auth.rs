@@ -407,7 +407,8 @@ impl Fetcher {
         if let Some(cached) = lock(&self.own).as_ref().filter(|c| c.fresh()) {
             return Ok(Arc::clone(&cached.token));
         }
-        let cached = self.fetch(None).await?;
+        // Boxed: a fetch is a large future, and most calls find a cached token instead.
+        let cached = Box::pin(self.fetch(None)).await?;
         let token = Arc::clone(&cached.token);
         *lock(&self.own) = Some(cached);
         Ok(token)
@@ -418,7 +419,7 @@ impl Fetcher {
         if let Some(cached) = lock(&self.exchanged).get(&key).filter(|c| c.fresh()) {
             return Ok(Arc::clone(&cached.token));
         }
-        let cached = self.fetch(Some(caller)).await?;
+        let cached = Box::pin(self.fetch(Some(caller))).await?;
         let token = Arc::clone(&cached.token);
         let max = self.client.max_cached_tokens;
         if max > 0 {
