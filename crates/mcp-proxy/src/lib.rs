@@ -50,6 +50,7 @@ mod front_auth;
 #[cfg(feature = "gateway")]
 pub mod gateway;
 pub mod headers;
+mod http1_pool;
 pub mod listing;
 mod metrics;
 mod post_client;

@@ -1,22 +1,21 @@
-//! The HTTP client of the direct posts: hyper's pooled client, or reqwest where a proxy or
-//! the URL's credentials need it.
+//! The HTTP client of the direct posts: hyper's HTTP/1.1 connections, or reqwest where a
+//! proxy or the URL's credentials need it.
 //!
 //! reqwest parses the URL again for its redirect policy, checks proxies and layers a few
 //! services around hyper's client on every request; on the proxy's hot path that was a
-//! quarter of the hop's CPU. A direct post therefore goes through hyper's pooled client with
-//! the same TLS configuration (rustls, the target's roots, HTTP/1.1), `TCP_NODELAY` and no
-//! redirects, unless a system proxy (`HTTP_PROXY`, `HTTPS_PROXY`, `NO_PROXY`) applies to
-//! the upstream or its URL carries a user and password: those keep reqwest, which speaks
-//! to proxies and turns the user info into basic authentication, as the session does.
+//! quarter of the hop's CPU. A direct post therefore goes over hyper's HTTP/1.1 connections
+//! to the endpoint, kept open between posts ([`Http1Pool`]), with the same TLS configuration
+//! (rustls, the target's roots, HTTP/1.1), `TCP_NODELAY` and no redirects, unless a system
+//! proxy (`HTTP_PROXY`, `HTTPS_PROXY`, `NO_PROXY`) applies to the upstream or its URL
+//! carries a user and password: those keep reqwest, which speaks to proxies and turns the
+//! user info into basic authentication, as the session does.
 
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::{BodyExt as _, Full, combinators::UnsyncBoxBody};
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::{Client, connect::HttpConnector};
+use hyper_util::client::legacy::connect::HttpConnector;
 
-/// How long a pooled connection to an upstream may stay idle before it is closed.
-const IDLE_CONNECTION: std::time::Duration = std::time::Duration::from_secs(90);
+use crate::http1_pool::Http1Pool;
 
 /// A body of an answer, whichever client read it.
 pub(crate) type AnswerBody = UnsyncBoxBody<Bytes, BoxError>;
@@ -26,8 +25,8 @@ pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// Sends the direct posts of one upstream.
 #[derive(Clone)]
 pub(crate) enum PostClient {
-    /// hyper's pooled client, with the upstream's TLS configuration.
-    Hyper(Client<HttpsConnector<HttpConnector>, Full<Bytes>>),
+    /// hyper's HTTP/1.1 connections to the endpoint, with the upstream's TLS configuration.
+    Hyper(Http1Pool),
     /// reqwest (the session's client), for a proxied upstream or one whose URL has user
     /// info.
     Reqwest(reqwest::Client),
@@ -41,13 +40,12 @@ impl PostClient {
         tls: rustls::ClientConfig,
         fallback: reqwest::Client,
     ) -> Self {
-        let proxied = http::Uri::try_from(url.as_str())
-            .map(|uri| {
-                hyper_util::client::proxy::matcher::Matcher::from_system()
-                    .intercept(&uri)
-                    .is_some()
-            })
-            .unwrap_or(true);
+        let Ok(endpoint) = http::Uri::try_from(url.as_str()) else {
+            return Self::Reqwest(fallback);
+        };
+        let proxied = hyper_util::client::proxy::matcher::Matcher::from_system()
+            .intercept(&endpoint)
+            .is_some();
         if proxied || !url.username().is_empty() || url.password().is_some() {
             return Self::Reqwest(fallback);
         }
@@ -63,13 +61,11 @@ impl PostClient {
             .enable_http1()
             .wrap_connector(http);
         // One connection per call in flight (the front's in-flight limit bounds them); one
-        // left idle is closed after `IDLE_CONNECTION`.
-        Self::Hyper(
-            Client::builder(hyper_util::rt::TokioExecutor::new())
-                .pool_idle_timeout(IDLE_CONNECTION)
-                .pool_timer(hyper_util::rt::TokioTimer::new())
-                .build(connector),
-        )
+        // left idle is closed after `http1_pool::IDLE_CONNECTION`.
+        match Http1Pool::new(endpoint, connector) {
+            Ok(pool) => Self::Hyper(pool),
+            Err(_) => Self::Reqwest(fallback),
+        }
     }
 
     /// Sends `request`; `Err` holds the reason the exchange broke off, with its causes.
@@ -78,11 +74,8 @@ impl PostClient {
         request: Request<Bytes>,
     ) -> Result<Response<AnswerBody>, String> {
         match self {
-            Self::Hyper(client) => {
-                let response = client
-                    .request(request.map(Full::new))
-                    .await
-                    .map_err(|e| crate::tls::chain(&e))?;
+            Self::Hyper(pool) => {
+                let response = pool.send(request.map(Full::new)).await?;
                 Ok(response.map(|body| body.map_err(box_error).boxed_unsync()))
             }
             Self::Reqwest(client) => {

@@ -88,8 +88,15 @@ pub struct FaultProxy {
     addr: SocketAddr,
     upstream: SocketAddr,
     control: Arc<watch::Sender<Control>>,
-    open: Arc<AtomicUsize>,
+    counts: Arc<Counts>,
     acceptor: JoinHandle<()>,
+}
+
+/// The connections the proxy holds, and has accepted.
+#[derive(Debug, Default)]
+struct Counts {
+    open: AtomicUsize,
+    accepted: AtomicUsize,
 }
 
 impl FaultProxy {
@@ -114,18 +121,18 @@ impl FaultProxy {
             stopped: false,
         });
         let control = Arc::new(control);
-        let open = Arc::new(AtomicUsize::new(0));
+        let counts = Arc::new(Counts::default());
         let acceptor = tokio::spawn(accept_loop(
             listener,
             upstream,
             Arc::clone(&control),
-            Arc::clone(&open),
+            Arc::clone(&counts),
         ));
         Ok(FaultProxy {
             addr,
             upstream,
             control,
-            open,
+            counts,
             acceptor,
         })
     }
@@ -234,7 +241,21 @@ impl FaultProxy {
     /// # }
     /// ```
     pub fn connections(&self) -> usize {
-        self.open.load(Ordering::SeqCst)
+        self.counts.open.load(Ordering::SeqCst)
+    }
+
+    /// How many client connections the proxy has accepted and forwarded (or held) since it
+    /// started, closed ones included: a client that reuses its connections opens few.
+    ///
+    /// ```no_run
+    /// # async fn demo(proxy: ferrymcp_test_helpers::fault_proxy::FaultProxy) {
+    /// let before = proxy.accepted();
+    /// // ... requests through the proxy ...
+    /// assert!(proxy.accepted() - before <= 1);
+    /// # }
+    /// ```
+    pub fn accepted(&self) -> usize {
+        self.counts.accepted.load(Ordering::SeqCst)
     }
 }
 
@@ -249,7 +270,7 @@ async fn accept_loop(
     listener: TcpListener,
     upstream: SocketAddr,
     control: Arc<watch::Sender<Control>>,
-    open: Arc<AtomicUsize>,
+    counts: Arc<Counts>,
 ) {
     loop {
         let Ok((client, _)) = listener.accept().await else {
@@ -264,7 +285,7 @@ async fn accept_loop(
             continue;
         }
         let _ = client.set_nodelay(true);
-        let guard = OpenGuard::new(&open);
+        let guard = OpenGuard::new(&counts);
         tokio::spawn(serve(
             client,
             upstream,
@@ -275,19 +296,20 @@ async fn accept_loop(
     }
 }
 
-/// Counts one open client connection while it lives.
-struct OpenGuard(Arc<AtomicUsize>);
+/// Counts one accepted client connection, and it as open while it lives.
+struct OpenGuard(Arc<Counts>);
 
 impl OpenGuard {
-    fn new(open: &Arc<AtomicUsize>) -> Self {
-        open.fetch_add(1, Ordering::SeqCst);
-        OpenGuard(Arc::clone(open))
+    fn new(counts: &Arc<Counts>) -> Self {
+        counts.accepted.fetch_add(1, Ordering::SeqCst);
+        counts.open.fetch_add(1, Ordering::SeqCst);
+        OpenGuard(Arc::clone(counts))
     }
 }
 
 impl Drop for OpenGuard {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+        self.0.open.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

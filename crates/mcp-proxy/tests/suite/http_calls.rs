@@ -251,3 +251,52 @@ async fn annotated_calls_keep_their_headers_on_a_new_session() {
         "ap-south"
     );
 }
+
+#[tokio::test]
+async fn posts_reuse_one_connection_and_replace_one_the_upstream_closed() {
+    let (started, _) = mpsc::unbounded_channel();
+    let (cancelled, _) = mpsc::unbounded_channel();
+    let any_port = SocketAddr::from(([127, 0, 0, 1], 0));
+    let (addr, stop, _) = serve(upstream(started, cancelled), any_port, HttpConfig::new()).await;
+    let _stop = stop.drop_guard();
+    let proxy = ferrymcp_test_helpers::fault_proxy::FaultProxy::start(addr)
+        .await
+        .expect("fault proxy");
+    let upstream = Upstream::http(
+        "up",
+        HttpTarget::new(format!("http://{}/mcp", proxy.addr())),
+    );
+    upstream.list_tools().await.expect("tools/list");
+    assert_eq!(
+        structured(&upstream, "add", json!({"a": 1, "b": 1})).await,
+        2
+    );
+
+    // One call at a time: each takes the connection the one before it gave back.
+    let accepted = proxy.accepted();
+    for n in 0..20 {
+        assert_eq!(
+            structured(&upstream, "add", json!({"a": n, "b": 1})).await,
+            n + 1
+        );
+    }
+    assert_eq!(proxy.accepted(), accepted, "a call opened a connection");
+
+    // The upstream closes every connection (as one does with those idle too long): the
+    // next calls go through on a new one.
+    proxy.cut();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while proxy.connections() > 0 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the cut connections closed");
+    for n in 0..5 {
+        assert_eq!(
+            structured(&upstream, "add", json!({"a": n, "b": 2})).await,
+            n + 2
+        );
+    }
+    assert!(proxy.accepted() > accepted);
+}
