@@ -503,7 +503,6 @@ impl Upstream {
         mut request: ClientRequest,
         options: RequestOptions<'_>,
     ) -> Result<ServerResult, ProxyError> {
-        let method = request.method().to_owned();
         let session = self.session().await?;
         let mut peer_options = PeerRequestOptions::no_options();
         if options.tasks_opt_in && session.modern {
@@ -530,22 +529,29 @@ impl Upstream {
             };
             let token = token.map_err(|error| ProxyError::Credentials {
                 upstream: self.inner.name.clone(),
-                method: method.clone(),
+                method: request.method().to_owned(),
                 reason: error.to_string(),
             })?;
             request.extensions_mut().insert(token);
         }
-        let never = CancellationToken::new();
-        let cancel = options.cancel.unwrap_or(&never);
+        let never;
+        let cancel = match options.cancel {
+            Some(cancel) => cancel,
+            None => {
+                never = CancellationToken::new();
+                &never
+            }
+        };
         let timeout = self.inner.options.call_timeout;
         if let Some(poster) = &session.poster
             && let Some(route) = poster.routes(&request)
         {
+            let method = route.method();
             let posted = poster.post(request, route, options.tasks_opt_in);
             let outcome = tokio::select! {
                 outcome = tokio::time::timeout(timeout, posted) => outcome,
                 // Dropping the POST closes its connection: the upstream cancels the handler.
-                () = cancel.cancelled() => return Err(self.cancelled(&method)),
+                () = cancel.cancelled() => return Err(self.cancelled(method)),
             };
             return match outcome {
                 Ok(Ok(result)) => Ok(result),
@@ -555,23 +561,24 @@ impl Upstream {
                     self.drop_session(&session);
                     Err(ProxyError::Disconnected {
                         upstream: self.inner.name.clone(),
-                        method,
+                        method: method.to_owned(),
                     })
                 }
                 Ok(Err(PostError::Protocol(detail))) => Err(ProxyError::Protocol {
                     upstream: self.inner.name.clone(),
-                    method,
+                    method: method.to_owned(),
                     detail,
                 }),
                 Err(_elapsed) => Err(ProxyError::Timeout {
                     upstream: self.inner.name.clone(),
-                    method,
+                    method: method.to_owned(),
                     timeout,
                 }),
             };
         }
         // Boxed: rmcp's session path is large and, on a 2026-07-28 upstream over HTTP,
         // rarely taken.
+        let method = request.method().to_owned();
         Box::pin(self.send_on_session(&session, request, peer_options, cancel, &method)).await
     }
 

@@ -79,6 +79,9 @@ pub(crate) struct Poster {
     /// `_meta` of a plain request, and of one that opts in to the tasks extension.
     meta: RequestMetaObject,
     meta_tasks: RequestMetaObject,
+    /// The same as JSON members (`"_meta":{…},`), rendered once.
+    meta_json: Vec<u8>,
+    meta_tasks_json: Vec<u8>,
     next_id: AtomicI64,
     /// Tools whose schema has `x-mcp-header` annotations (their calls stay on the session).
     param_header_tools: RwLock<HashSet<String>>,
@@ -124,14 +127,25 @@ impl Poster {
             MCP_PROTOCOL_VERSION,
             HeaderValue::from_static(ProtocolVersion::V_2026_07_28.as_str()),
         );
+        let meta = meta_of(capabilities);
+        let meta_tasks = meta_of(capabilities_tasks);
+        let member = |meta: &RequestMetaObject| {
+            let mut json = b"\"_meta\":".to_vec();
+            serde_json::to_writer(&mut json, meta)
+                .map_err(|e| format!("the request metadata could not be serialized: {e}"))?;
+            json.push(b',');
+            Ok::<_, String>(json)
+        };
         Ok(Self {
+            meta_json: member(&meta)?,
+            meta_tasks_json: member(&meta_tasks)?,
             client: client.post,
             credentials: client.credentials,
             url,
             uri,
             headers,
-            meta: meta_of(capabilities),
-            meta_tasks: meta_of(capabilities_tasks),
+            meta,
+            meta_tasks,
             next_id: AtomicI64::new(1),
             param_header_tools: RwLock::new(HashSet::new()),
             max_message,
@@ -190,23 +204,10 @@ impl Poster {
         tasks_opt_in: bool,
     ) -> Result<ServerResult, PostError> {
         let Route { method, name } = route;
-        let meta = if tasks_opt_in {
-            &self.meta_tasks
-        } else {
-            &self.meta
-        };
-        let request_meta = request.get_meta_mut();
-        for (key, value) in meta.iter() {
-            request_meta.insert(key.clone(), value.clone());
-        }
         let forwarded = request.extensions_mut().remove::<ForwardedHeaders>();
         let token = request.extensions_mut().remove::<RequestToken>();
         let id = RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed));
-        let body = serde_json::to_vec(&ClientJsonRpcMessage::request(request, id.clone()))
-            .map_err(|e| {
-                PostError::Protocol(format!("the request could not be serialized: {e}"))
-            })?;
-        let body = Bytes::from(body);
+        let body = Bytes::from(self.request_body(request, id.clone(), tasks_opt_in)?);
 
         let mut headers = self.headers.clone();
         headers.insert(MCP_METHOD, HeaderValue::from_static(method));
@@ -240,6 +241,63 @@ impl Poster {
             }
         }
         self.read(response, &id, method).await
+    }
+
+    /// The JSON of `request` with the id `id` and the session's `_meta` (the plain one, or
+    /// the one that opts in to the tasks extension).
+    ///
+    /// A request without `_meta` of its own (every call the proxy makes, unless the caller
+    /// asked for progress) gets the session's `_meta` rendered once, spliced in as the first
+    /// member of `params`; rmcp would clone and serialize it again for every call. Any other
+    /// request has the session's members merged into its own and is serialized whole.
+    fn request_body(
+        &self,
+        mut request: ClientRequest,
+        id: RequestId,
+        tasks_opt_in: bool,
+    ) -> Result<Vec<u8>, PostError> {
+        let serialize = |message: &ClientJsonRpcMessage| {
+            serde_json::to_vec(message).map_err(|e| {
+                PostError::Protocol(format!("the request could not be serialized: {e}"))
+            })
+        };
+        if request.get_meta().is_empty() {
+            let message = ClientJsonRpcMessage::request(request, id);
+            let rendered = if tasks_opt_in {
+                &self.meta_tasks_json
+            } else {
+                &self.meta_json
+            };
+            if let Some(body) = with_meta(&serialize(&message)?, rendered) {
+                return Ok(body);
+            }
+            let ClientJsonRpcMessage::Request(message) = message else {
+                unreachable!("a request was built above");
+            };
+            request = message.request;
+            return self.body_merged(request, message.id, tasks_opt_in, serialize);
+        }
+        self.body_merged(request, id, tasks_opt_in, serialize)
+    }
+
+    /// The JSON of `request` with the session's `_meta` members merged into its own.
+    fn body_merged(
+        &self,
+        mut request: ClientRequest,
+        id: RequestId,
+        tasks_opt_in: bool,
+        serialize: impl Fn(&ClientJsonRpcMessage) -> Result<Vec<u8>, PostError>,
+    ) -> Result<Vec<u8>, PostError> {
+        let meta = if tasks_opt_in {
+            &self.meta_tasks
+        } else {
+            &self.meta
+        };
+        let request_meta = request.get_meta_mut();
+        for (key, value) in meta.iter() {
+            request_meta.insert(key.clone(), value.clone());
+        }
+        serialize(&ClientJsonRpcMessage::request(request, id))
     }
 
     /// One POST of `body`.
@@ -444,6 +502,27 @@ impl Poster {
     }
 }
 
+/// `plain`, the JSON of a request without `_meta`, with the `"_meta":{…},` member `meta`
+/// first in its `params`; `None` when `plain` has no non-empty `params` object or mentions
+/// `_meta` anywhere (then the caller merges and serializes instead).
+fn with_meta(plain: &[u8], meta: &[u8]) -> Option<Vec<u8>> {
+    const PARAMS: &[u8] = b"\"params\":{";
+    if memchr::memmem::find(plain, b"\"_meta\"").is_some() {
+        return None;
+    }
+    // The envelope's members before `params` (`jsonrpc`, `id`, `method`) cannot hold this
+    // text, so the first match is the `params` member.
+    let at = memchr::memmem::find(plain, PARAMS)? + PARAMS.len();
+    if plain.get(at).is_none_or(|&next| next == b'}') {
+        return None;
+    }
+    let mut body = Vec::with_capacity(plain.len() + meta.len());
+    body.extend_from_slice(&plain[..at]);
+    body.extend_from_slice(meta);
+    body.extend_from_slice(&plain[at..]);
+    Some(body)
+}
+
 /// The URI of the endpoint `url`, as the session's client reads it: parsed as a URL first,
 /// so that a host in Unicode becomes its ASCII (punycode) form, which `http::Uri` requires.
 fn endpoint(url: &str) -> Result<http::Uri, String> {
@@ -489,6 +568,13 @@ pub(crate) struct Route {
     name: String,
 }
 
+impl Route {
+    /// The method of the request posted on this route.
+    pub(crate) fn method(&self) -> &'static str {
+        self.method
+    }
+}
+
 /// `value` as a header value: as is when it is visible ASCII, else base64 in the SEP-2243
 /// sentinel (`=?base64?…?=`).
 fn header_value(value: &str) -> String {
@@ -532,6 +618,71 @@ mod tests {
         assert_eq!(uri.port_u16(), Some(8080));
         assert_eq!(uri.path_and_query().map(|p| p.as_str()), Some("/mcp?x=1"));
         assert!(endpoint("not a url").is_err());
+    }
+
+    /// The session's `_meta` spliced into a request's JSON reads as rmcp's serialization
+    /// of the request with those members inserted; a request that mentions `_meta` is left
+    /// to the merge.
+    #[test]
+    fn spliced_meta_reads_as_the_merged_request() {
+        use rmcp::model::{
+            CallToolRequest, CallToolRequestParams, GetTaskParams, GetTaskRequest,
+            ReadResourceRequest, ReadResourceRequestParams,
+        };
+        let meta = RequestMetaObject::with_client_context(
+            ProtocolVersion::V_2026_07_28,
+            Implementation::new("proxy", "1.0"),
+            ClientCapabilities::default(),
+        );
+        let mut member = b"\"_meta\":".to_vec();
+        serde_json::to_writer(&mut member, &meta).unwrap();
+        member.push(b',');
+        let arguments = |v: serde_json::Value| v.as_object().cloned().unwrap();
+        let requests = [
+            ClientRequest::CallToolRequest(CallToolRequest::new(
+                CallToolRequestParams::new("add").with_arguments(arguments(
+                    serde_json::json!({"a": 1, "b": "\"params\":{", "c": {"params": {}}}),
+                )),
+            )),
+            ClientRequest::CallToolRequest(CallToolRequest::new(CallToolRequestParams::new(
+                "no_arguments",
+            ))),
+            ClientRequest::ReadResourceRequest(ReadResourceRequest::new(
+                ReadResourceRequestParams::new("notes://café"),
+            )),
+            ClientRequest::GetTaskRequest(GetTaskRequest::new(GetTaskParams::new("t1"))),
+        ];
+        for request in requests {
+            let id = RequestId::Number(9);
+            let plain =
+                serde_json::to_vec(&ClientJsonRpcMessage::request(request.clone(), id.clone()))
+                    .unwrap();
+            let spliced = with_meta(&plain, &member).expect("spliced");
+            let mut merged = request;
+            for (key, value) in meta.iter() {
+                merged.get_meta_mut().insert(key.clone(), value.clone());
+            }
+            let merged = serde_json::to_value(ClientJsonRpcMessage::request(merged, id)).unwrap();
+            let spliced: serde_json::Value = serde_json::from_slice(&spliced).unwrap();
+            assert_eq!(spliced, merged);
+        }
+        let mentions_meta = ClientRequest::CallToolRequest(CallToolRequest::new(
+            CallToolRequestParams::new("add")
+                .with_arguments(arguments(serde_json::json!({"_meta": 1}))),
+        ));
+        let plain = serde_json::to_vec(&ClientJsonRpcMessage::request(
+            mentions_meta,
+            RequestId::Number(1),
+        ))
+        .unwrap();
+        assert_eq!(with_meta(&plain, &member), None);
+        assert_eq!(
+            with_meta(
+                br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{}}"#,
+                &member
+            ),
+            None
+        );
     }
 
     #[test]
