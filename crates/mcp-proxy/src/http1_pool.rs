@@ -107,7 +107,9 @@ impl Http1Pool {
         loop {
             let (mut sender, reused) = match self.take_idle() {
                 Some(sender) => (sender, true),
-                None => (self.connect().await?, false),
+                // Boxed: connecting (TCP, TLS, the handshake) is rare and would otherwise
+                // size every post's future.
+                None => (Box::pin(self.connect()).await?, false),
             };
             // A reused connection may not have taken in the end of its last answer yet; a
             // new one takes its first request before its task first runs.

@@ -80,15 +80,18 @@ impl PostClient {
             }
             Self::Reqwest(client) => {
                 // Built from the URL's text, so that reqwest turns user info into basic
-                // authentication.
+                // authentication. Boxed: this client is the rare one, and its future would
+                // otherwise size every post's.
                 let (parts, body) = request.into_parts();
-                let response = client
-                    .request(parts.method, parts.uri.to_string())
-                    .headers(parts.headers)
-                    .body(body)
-                    .send()
-                    .await
-                    .map_err(|e| crate::tls::chain(&e))?;
+                let response = Box::pin(
+                    client
+                        .request(parts.method, parts.uri.to_string())
+                        .headers(parts.headers)
+                        .body(body)
+                        .send(),
+                )
+                .await
+                .map_err(|e| crate::tls::chain(&e))?;
                 Ok(http::Response::from(response)
                     .map(|body| body.map_err(box_error).boxed_unsync()))
             }
