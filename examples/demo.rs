@@ -365,6 +365,12 @@ fn demo_server(
     Ok(parent)
 }
 
+/// With `--features mimalloc`, the allocator `ferrymcp-gateway` ships with (the benchmarks
+/// against the floor build both servers on it, and both on the system allocator).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cli = Cli::parse();

@@ -7,6 +7,11 @@
 # alike.
 #
 #   bash .ci/bench/http_floor.sh [SECONDS_PER_RUN] [ROUNDS]        # 8 s, 2 rounds by default
+#   FLOOR_ALLOCATOR=mimalloc bash .ci/bench/http_floor.sh 8 2       # both servers on mimalloc
+#
+# Both servers use the system allocator (glibc's) unless FLOOR_ALLOCATOR=mimalloc, which
+# builds both with their `mimalloc` feature (the allocator ferrymcp-gateway ships with), in
+# target directories of their own.
 #
 # Needs wrk (Debian's package) and taskset (util-linux). Prints one line per run and, at the
 # end, the means per server and the demo's against the floor's: throughput at 1 and 32
@@ -24,24 +29,37 @@ cd "$root"
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 1; }
 
 target="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
-cargo build --release --example demo
-(cd .ci/bench/floor && CARGO_TARGET_DIR="$target/bench-floor" cargo build --release --locked)
+case "${FLOOR_ALLOCATOR:-system}" in
+system)
+    demo_target="$target" floor_target="$target/bench-floor" features=()
+    ;;
+mimalloc)
+    demo_target="$target/bench-mimalloc" floor_target="$target/bench-floor-mimalloc"
+    features=(--features mimalloc)
+    ;;
+*)
+    echo "FLOOR_ALLOCATOR is system or mimalloc, not ${FLOOR_ALLOCATOR}" >&2
+    exit 1
+    ;;
+esac
+CARGO_TARGET_DIR="$demo_target" cargo build --release --example demo "${features[@]}"
+(cd .ci/bench/floor && CARGO_TARGET_DIR="$floor_target" cargo build --release --locked "${features[@]}")
 
 work="$(mktemp -d)"
 pids=()
 trap bench_cleanup EXIT
 
-start_server floor taskset -c 0 "$target/bench-floor/release/ferrymcp-bench-floor" 127.0.0.1:0
+start_server floor taskset -c 0 "$floor_target/release/ferrymcp-bench-floor" 127.0.0.1:0
 # One core each, so one runtime worker each: the floor builds its runtime with one, the demo
 # reads TOKIO_WORKER_THREADS.
-start_server demo env TOKIO_WORKER_THREADS=1 taskset -c 0 "$target/release/examples/demo" --http 127.0.0.1:0
+start_server demo env TOKIO_WORKER_THREADS=1 taskset -c 0 "$demo_target/release/examples/demo" --http 127.0.0.1:0
 
 wrk_call_script "$work/call.lua"
 check_add floor "$floor_url"
 check_add demo "$demo_url"
 
 echo "machine: $(nproc) vCPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "floor: $floor_url; demo: working tree ($demo_url); ${seconds} s per run, $rounds rounds"
+echo "floor: $floor_url; demo: working tree ($demo_url); allocator: ${FLOOR_ALLOCATOR:-system}; ${seconds} s per run, $rounds rounds"
 printf '%-6s %-6s %-12s %10s %10s %12s\n' round server connections 'req/s' p50 'CPU µs/call'
 results="$work/results"
 for round in $(seq 1 "$rounds"); do

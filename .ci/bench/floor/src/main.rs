@@ -220,6 +220,10 @@ async fn mcp(headers: HeaderMap, body: Bytes) -> Response {
     json(StatusCode::OK, body)
 }
 
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let address = std::env::args()
         .nth(1)
