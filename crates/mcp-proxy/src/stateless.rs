@@ -252,52 +252,33 @@ impl Poster {
     /// request has the session's members merged into its own and is serialized whole.
     fn request_body(
         &self,
-        mut request: ClientRequest,
+        request: ClientRequest,
         id: RequestId,
         tasks_opt_in: bool,
     ) -> Result<Vec<u8>, PostError> {
-        let serialize = |message: &ClientJsonRpcMessage| {
-            serde_json::to_vec(message).map_err(|e| {
-                PostError::Protocol(format!("the request could not be serialized: {e}"))
-            })
+        let (meta, rendered) = if tasks_opt_in {
+            (&self.meta_tasks, &self.meta_tasks_json)
+        } else {
+            (&self.meta, &self.meta_json)
         };
-        if request.get_meta().is_empty() {
+        let message = if request.get_meta().is_empty() {
             let message = ClientJsonRpcMessage::request(request, id);
-            let rendered = if tasks_opt_in {
-                &self.meta_tasks_json
-            } else {
-                &self.meta_json
-            };
-            if let Some(body) = with_meta(&serialize(&message)?, rendered) {
+            if let Some(body) = with_meta(&to_json(&message)?, rendered) {
                 return Ok(body);
             }
-            let ClientJsonRpcMessage::Request(message) = message else {
-                unreachable!("a request was built above");
-            };
-            request = message.request;
-            return self.body_merged(request, message.id, tasks_opt_in, serialize);
-        }
-        self.body_merged(request, id, tasks_opt_in, serialize)
-    }
-
-    /// The JSON of `request` with the session's `_meta` members merged into its own.
-    fn body_merged(
-        &self,
-        mut request: ClientRequest,
-        id: RequestId,
-        tasks_opt_in: bool,
-        serialize: impl Fn(&ClientJsonRpcMessage) -> Result<Vec<u8>, PostError>,
-    ) -> Result<Vec<u8>, PostError> {
-        let meta = if tasks_opt_in {
-            &self.meta_tasks
+            message
         } else {
-            &self.meta
+            ClientJsonRpcMessage::request(request, id)
         };
-        let request_meta = request.get_meta_mut();
+        // The merge: the session's members inserted into the request's own `_meta`.
+        let ClientJsonRpcMessage::Request(mut message) = message else {
+            return Err(PostError::Protocol("the message is no request".to_owned()));
+        };
+        let request_meta = message.request.get_meta_mut();
         for (key, value) in meta.iter() {
             request_meta.insert(key.clone(), value.clone());
         }
-        serialize(&ClientJsonRpcMessage::request(request, id))
+        to_json(&ClientJsonRpcMessage::Request(message))
     }
 
     /// One POST of `body`.
@@ -500,6 +481,12 @@ impl Poster {
     fn redact(&self, text: String) -> String {
         crate::tls::redact_url_password(text, &self.uri)
     }
+}
+
+/// The JSON of `message`.
+fn to_json(message: &ClientJsonRpcMessage) -> Result<Vec<u8>, PostError> {
+    serde_json::to_vec(message)
+        .map_err(|e| PostError::Protocol(format!("the request could not be serialized: {e}")))
 }
 
 /// `plain`, the JSON of a request without `_meta`, with the `"_meta":{…},` member `meta`

@@ -253,7 +253,7 @@ async fn annotated_calls_keep_their_headers_on_a_new_session() {
 }
 
 #[tokio::test]
-async fn posts_reuse_one_connection_and_replace_one_the_upstream_closed() {
+async fn posts_carry_the_proxys_meta_reuse_one_connection_and_replace_a_closed_one() {
     let (started, _) = mpsc::unbounded_channel();
     let (cancelled, _) = mpsc::unbounded_channel();
     let any_port = SocketAddr::from(([127, 0, 0, 1], 0));
@@ -281,6 +281,12 @@ async fn posts_reuse_one_connection_and_replace_one_the_upstream_closed() {
         );
     }
     assert_eq!(proxy.accepted(), accepted, "a call opened a connection");
+    // Arguments that mention `_meta` take the merge rather than the splice; the upstream
+    // still gets the proxy's `_meta` (it refuses a 2026-07-28 call without it).
+    assert_eq!(
+        structured(&upstream, "add", json!({"a": 2, "b": 3, "_meta": {"x": 1}})).await,
+        5
+    );
 
     // The upstream closes every connection (as one does with those idle too long): the
     // next calls go through on a new one.
