@@ -63,23 +63,26 @@ pub struct RequestScope {
     meta: Arc<JsonObject>,
     cancellation: CancellationToken,
     request_id: Option<RequestId>,
-    peer: Option<Peer<RoleServer>>,
+    /// Behind `Arc`s, like the other fields most requests leave empty: the scope is copied
+    /// into every level of a call's future, and small, it is cheap to move.
+    peer: Option<Arc<Peer<RoleServer>>>,
     /// Shared like `meta`: over HTTP it holds the request's parts, headers and all.
     extensions: Arc<Extensions>,
     root: Option<Server>,
-    principal: Option<Principal>,
+    principal: Option<Arc<Principal>>,
     background_run: Option<Arc<str>>,
-    input_responses: Option<InputResponses>,
-    request_state: Option<String>,
+    input_responses: Option<Arc<InputResponses>>,
+    request_state: Option<Arc<str>>,
     log_level: Option<crate::LogLevel>,
     progress_sink: ProgressSlot,
     after_response: AfterResponse,
     elicitations: ElicitationCounter,
 }
 
-/// How many automatic elicitations this run of the handler has made (their keys).
+/// How many automatic elicitations this run of the handler has made (their keys). Each
+/// run gets its own ([`Context::new`]); a scope no handler runs in has none.
 #[derive(Debug, Clone, Default)]
-struct ElicitationCounter(Arc<AtomicUsize>);
+struct ElicitationCounter(Option<Arc<AtomicUsize>>);
 
 #[derive(Clone, Default)]
 struct ProgressSlot(Option<crate::logging::ProgressSink>);
@@ -133,14 +136,9 @@ impl RequestScope {
             ..
         } = cx;
         Self {
-            protocol_version,
-            meta: Arc::new(meta.0.0),
-            cancellation: ct,
-            request_id: Some(id),
-            peer: Some(peer),
-            extensions: Arc::new(extensions),
+            peer: Some(Arc::new(peer)),
             log_level,
-            ..Self::default()
+            ..Self::arrived(protocol_version, meta.0.0, ct, id, extensions)
         }
     }
 
@@ -155,13 +153,41 @@ impl RequestScope {
     ) -> Self {
         let mut extensions = Extensions::new();
         extensions.insert(parts);
+        Self::arrived(
+            Some(ProtocolVersion::V_2026_07_28),
+            meta,
+            cancellation,
+            id,
+            extensions,
+        )
+    }
+
+    /// The scope of a request that arrived from a client, every other field empty. Built
+    /// field by field: `..Self::default()` would allocate a token, two `Arc`s and a counter
+    /// only to drop them, on every request.
+    fn arrived(
+        protocol_version: Option<ProtocolVersion>,
+        meta: JsonObject,
+        cancellation: CancellationToken,
+        id: RequestId,
+        extensions: Extensions,
+    ) -> Self {
         Self {
-            protocol_version: Some(ProtocolVersion::V_2026_07_28),
+            protocol_version,
             meta: Arc::new(meta),
             cancellation,
             request_id: Some(id),
+            peer: None,
             extensions: Arc::new(extensions),
-            ..Self::default()
+            root: None,
+            principal: None,
+            background_run: None,
+            input_responses: None,
+            request_state: None,
+            log_level: None,
+            progress_sink: ProgressSlot(None),
+            after_response: AfterResponse::default(),
+            elicitations: ElicitationCounter::default(),
         }
     }
 
@@ -247,7 +273,7 @@ impl RequestScope {
     /// assert_eq!(scope.principal().unwrap().client_id, "app");
     /// ```
     pub fn with_principal(mut self, principal: Principal) -> Self {
-        self.principal = Some(principal);
+        self.principal = Some(Arc::new(principal));
         self
     }
 
@@ -261,7 +287,7 @@ impl RequestScope {
     pub fn principal(&self) -> Option<&Principal> {
         use std::sync::Arc;
         self.principal
-            .as_ref()
+            .as_deref()
             .or_else(|| self.extensions.get::<Principal>())
             .or_else(|| self.extensions.get::<Arc<Principal>>().map(|p| &**p))
             .or_else(|| {
@@ -302,8 +328,8 @@ impl RequestScope {
     /// assert_eq!(scope.request_state(), Some("s"));
     /// ```
     pub fn with_input(mut self, responses: InputResponses, request_state: Option<String>) -> Self {
-        self.input_responses = Some(responses);
-        self.request_state = request_state;
+        self.input_responses = Some(Arc::new(responses));
+        self.request_state = request_state.map(Arc::from);
         self
     }
 
@@ -313,7 +339,7 @@ impl RequestScope {
     /// assert!(ferrymcp_core::RequestScope::new().input_responses().is_none());
     /// ```
     pub fn input_responses(&self) -> Option<&InputResponses> {
-        self.input_responses.as_ref()
+        self.input_responses.as_deref()
     }
 
     /// The state the tool returned with its last input request.
@@ -354,7 +380,10 @@ impl RequestScope {
 
     /// The number of the next automatic elicitation of this run: 1, 2, ...
     pub(crate) fn next_elicitation(&self) -> usize {
-        self.elicitations.0.fetch_add(1, Ordering::Relaxed) + 1
+        self.elicitations
+            .0
+            .as_ref()
+            .map_or(1, |count| count.fetch_add(1, Ordering::Relaxed) + 1)
     }
 
     /// Runs the [`after_response`](Self::after_response) callbacks (each once).
@@ -514,7 +543,7 @@ impl RequestScope {
     /// assert!(ferrymcp_core::RequestScope::new().peer().is_none());
     /// ```
     pub fn peer(&self) -> Option<&Peer<RoleServer>> {
-        self.peer.as_ref()
+        self.peer.as_deref()
     }
 
     /// Typed values attached to the request: over HTTP, `http::request::Parts` (headers...).
@@ -561,7 +590,7 @@ impl Context {
         }
         // Each run of a handler counts its elicitations from 1, so a retry asks for the same
         // keys in the same order.
-        scope.elicitations = ElicitationCounter::default();
+        scope.elicitations = ElicitationCounter(Some(Arc::default()));
         Self {
             server,
             scope: Arc::new(scope),
