@@ -21,6 +21,7 @@ use ferrymcp_types::{
     ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse, ServerConfig,
     SubscriptionFilter, Tool, UpdateTaskParams, meta,
 };
+use futures::future::Either;
 use rmcp::{
     RoleServer, ServerHandler,
     service::{NotificationContext, Peer, RequestContext, SubscriptionContext},
@@ -164,37 +165,44 @@ impl McpService {
 
     /// Answers a `tools/call` in `scope` (the request's id, `_meta`, HTTP parts and
     /// cancellation): the server's middleware chain, input rounds, then the tool.
-    pub(crate) async fn call_tool_in(
+    ///
+    /// Not an `async fn`, nor is the walk below it: each level of `async fn` keeps its own
+    /// copy of the request and its scope, and moves the next level's future into its own,
+    /// a copy of kilobytes per call.
+    pub(crate) fn call_tool_in(
         &self,
         request: CallToolRequestParams,
         scope: RequestScope,
-    ) -> Result<CallToolResponse, ErrorData> {
+    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + Send + '_ {
         if !crate::metrics::enabled() {
-            return self.answer_call(request, scope).await;
+            return Either::Left(self.answer_call(request, scope));
         }
         // Only tools the server has are labels: a client cannot make series of any name.
         let series = crate::metrics::tool_series(&request.name, |name| {
             self.root.resolve(name, None).is_some()
         });
         let started = std::time::Instant::now();
-        let answer = self.answer_call(request, scope).await;
-        let elapsed = started.elapsed();
-        crate::metrics::request_done(
-            const { crate::metrics::Method::known("tools/call") },
-            crate::metrics::outcome(&answer),
-            elapsed,
-        );
-        if let Some(series) = series {
-            series.done(tool_outcome(&answer), elapsed);
-        }
-        answer
+        let answer = self.answer_call(request, scope);
+        Either::Right(async move {
+            let answer = answer.await;
+            let elapsed = started.elapsed();
+            crate::metrics::request_done(
+                const { crate::metrics::Method::known("tools/call") },
+                crate::metrics::outcome(&answer),
+                elapsed,
+            );
+            if let Some(series) = series {
+                series.done(tool_outcome(&answer), elapsed);
+            }
+            answer
+        })
     }
 
-    async fn answer_call(
+    fn answer_call(
         &self,
         request: CallToolRequestParams,
         scope: RequestScope,
-    ) -> Result<CallToolResponse, ErrorData> {
+    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + Send + '_ {
         self.answer_in_scope(scope, request.into(), |call, version, cx| {
             self.root.dispatch_call(CallTool {
                 name: call.target.clone(),
@@ -204,7 +212,6 @@ impl McpService {
                 run_middleware: true,
             })
         })
-        .await
     }
 
     /// The walk `tools/call`, `resources/read` and `prompts/get` share: the request's span,
@@ -227,27 +234,27 @@ impl McpService {
     }
 
     /// [`answer_with_rounds`](Self::answer_with_rounds) for a scope already built.
-    async fn answer_in_scope<R, F, Fut>(
-        &self,
+    fn answer_in_scope<'a, R, F, Fut>(
+        &'a self,
         base: RequestScope,
         request: RoundRequest,
         run: F,
-    ) -> Result<R, ErrorData>
+    ) -> impl Future<Output = Result<R, ErrorData>> + 'a
     where
-        R: InputRound,
-        F: Fn(&RoundRequest, Option<VersionSpec>, Context) -> Fut,
-        Fut: Future<Output = Result<R, ErrorData>>,
+        R: InputRound + 'a,
+        F: Fn(&RoundRequest, Option<VersionSpec>, Context) -> Fut + 'a,
+        Fut: Future<Output = Result<R, ErrorData>> + 'a,
     {
         let span = scope_span(request.method, &base, &request.target);
-        async move {
-            let version = requested_version(base.meta())?;
-            self.with_input_rounds(base, request, |request, cx| {
-                run(request, version.clone(), cx)
-            })
-            .await
-        }
-        .instrument(span)
-        .await
+        let answer = match requested_version(base.meta()) {
+            Ok(version) => {
+                Either::Left(self.with_input_rounds(base, request, move |request, cx| {
+                    run(request, version.clone(), cx)
+                }))
+            }
+            Err(error) => Either::Right(std::future::ready(Err(error))),
+        };
+        answer.instrument(span)
     }
 
     async fn with_input_rounds<R, F, Fut>(

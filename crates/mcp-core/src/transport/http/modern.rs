@@ -14,7 +14,7 @@
 //! headers. Anything else, malformed or not, goes on to rmcp's service unchanged, so every
 //! error keeps rmcp's code, status and wording.
 
-use std::{pin::Pin, sync::Arc, task::Poll};
+use std::{borrow::Cow, pin::Pin, sync::Arc, task::Poll};
 
 use axum::response::Response;
 use ferrymcp_types::{
@@ -25,10 +25,7 @@ use http::{
     HeaderName,
     header::{ACCEPT, CONTENT_TYPE},
 };
-use rmcp::{
-    ServerHandler as _,
-    model::{CallToolRequestMethod, CallToolResponse, JsonRpcVersion2_0},
-};
+use rmcp::{ServerHandler as _, model::CallToolResponse};
 use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -54,14 +51,15 @@ pub(super) struct Modern {
     enabled: bool,
 }
 
-/// A `tools/call` envelope, parsed in one pass (`jsonrpc` and `method` only checked).
+/// A `tools/call` envelope, parsed in one pass; `jsonrpc` and `method` are only compared,
+/// so they are borrowed from the body rather than copied.
 #[derive(Deserialize)]
-struct Envelope {
-    #[serde(rename = "jsonrpc")]
-    _jsonrpc: JsonRpcVersion2_0,
+struct Envelope<'a> {
+    #[serde(borrow)]
+    jsonrpc: Cow<'a, str>,
     id: RequestId,
-    #[serde(rename = "method")]
-    _method: CallToolRequestMethod,
+    #[serde(borrow)]
+    method: Cow<'a, str>,
     params: CallToolRequestParams,
 }
 
@@ -98,8 +96,13 @@ impl Modern {
         if !self.enabled || single(headers, &MCP_METHOD) != Some(b"tools/call") {
             return None;
         }
-        let Envelope { id, mut params, .. } = serde_json::from_slice(body).ok()?;
-        if params.name.len() > MAX_NAME {
+        let Envelope {
+            jsonrpc,
+            id,
+            method,
+            mut params,
+        } = serde_json::from_slice(body).ok()?;
+        if jsonrpc != "2.0" || method != "tools/call" || params.name.len() > MAX_NAME {
             return None;
         }
         let meta = params.meta.take()?.0.0;
