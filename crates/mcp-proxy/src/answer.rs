@@ -8,18 +8,21 @@
 //! own order. A result that none of them reads falls back to the union, so an answer is
 //! never read differently from rmcp's reading, only faster.
 
+use std::borrow::Cow;
+
 use ferrymcp_types::{
     CallToolResult, ErrorData, GetPromptResult, ReadResourceResult, RequestId, ServerResult,
 };
-use rmcp::model::{CreateTaskResult, GetTaskResult, InputRequiredResult, JsonRpcVersion2_0};
+use rmcp::model::{CreateTaskResult, GetTaskResult, InputRequiredResult};
 use serde::{Deserialize, de::DeserializeOwned};
 use serde_json::value::RawValue;
 
 /// A server message as the proxy reads it: which request it answers, and how.
 #[derive(Deserialize)]
 struct Envelope<'a> {
-    #[serde(rename = "jsonrpc")]
-    _jsonrpc: JsonRpcVersion2_0,
+    /// Only compared, so borrowed rather than copied.
+    #[serde(borrow)]
+    jsonrpc: Cow<'a, str>,
     #[serde(default)]
     id: Option<RequestId>,
     /// Present on requests and notifications, which answer nothing.
@@ -47,6 +50,12 @@ pub(crate) enum Reading {
 pub(crate) fn read(message: &[u8], id: &RequestId, method: &str) -> Result<Reading, String> {
     let envelope: Envelope<'_> =
         serde_json::from_slice(message).map_err(|e| format!("not a JSON-RPC message: {e}"))?;
+    if envelope.jsonrpc != "2.0" {
+        return Err(format!(
+            "not a JSON-RPC message: \"jsonrpc\" is {:?}, not \"2.0\"",
+            envelope.jsonrpc
+        ));
+    }
     if envelope.method.is_some() {
         return Ok(Reading::Other);
     }

@@ -33,11 +33,12 @@ use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use http_body_util::BodyExt as _;
 use rmcp::{
     model::{
-        ClientJsonRpcMessage, ClientRequest, GetExtensions as _, GetMeta as _, RequestId,
-        RequestMetaObject, Tool,
+        CallToolRequestParams, ClientJsonRpcMessage, ClientRequest, GetExtensions as _,
+        GetMeta as _, InputResponses, JsonObject, RequestId, RequestMetaObject, Tool,
     },
     transport::common::http_header::{BASE64_HEADER_PREFIX, BASE64_HEADER_SUFFIX},
 };
+use serde::Serialize;
 
 use crate::{
     answer::{self, Reading},
@@ -74,7 +75,7 @@ pub(crate) struct Poster {
     /// The endpoint as configured, whose password (if any) errors redact.
     uri: Arc<str>,
     /// The target's configured headers, and those every call carries (`Accept`,
-    /// `Content-Type`, the protocol version).
+    /// `Content-Type`, the protocol version, the method and name).
     headers: HeaderMap,
     /// `_meta` of a plain request, and of one that opts in to the tasks extension.
     meta: RequestMetaObject,
@@ -127,6 +128,10 @@ impl Poster {
             MCP_PROTOCOL_VERSION,
             HeaderValue::from_static(ProtocolVersion::V_2026_07_28.as_str()),
         );
+        // Set on every post: in the template already, so that a post's copy of it is
+        // written over in place and never grows.
+        headers.insert(MCP_METHOD, HeaderValue::from_static("tools/call"));
+        headers.insert(MCP_NAME, HeaderValue::from_static(""));
         let meta = meta_of(capabilities);
         let meta_tasks = meta_of(capabilities_tasks);
         let member = |meta: &RequestMetaObject| {
@@ -211,9 +216,10 @@ impl Poster {
 
         let mut headers = self.headers.clone();
         headers.insert(MCP_METHOD, HeaderValue::from_static(method));
-        if let Ok(value) = HeaderValue::from_str(&header_value(&name)) {
-            headers.insert(MCP_NAME, value);
-        }
+        match HeaderValue::try_from(header_value(name)) {
+            Ok(value) => headers.insert(MCP_NAME, value),
+            Err(_) => headers.remove(MCP_NAME),
+        };
         if let Some(ForwardedHeaders(forwarded)) = forwarded {
             for (name, value) in forwarded {
                 let Some(name) = name else { continue };
@@ -247,9 +253,11 @@ impl Poster {
     /// the one that opts in to the tasks extension).
     ///
     /// A request without `_meta` of its own (every call the proxy makes, unless the caller
-    /// asked for progress) gets the session's `_meta` rendered once, spliced in as the first
-    /// member of `params`; rmcp would clone and serialize it again for every call. Any other
-    /// request has the session's members merged into its own and is serialized whole.
+    /// asked for progress) gets the session's `_meta` rendered once, as the first member of
+    /// `params`; rmcp would clone and serialize it again for every call. A `tools/call` is
+    /// written straight out around it, any other such request has it spliced into its JSON.
+    /// A request with `_meta` of its own has the session's members merged into its own and
+    /// is serialized whole.
     fn request_body(
         &self,
         request: ClientRequest,
@@ -261,6 +269,12 @@ impl Poster {
         } else {
             (&self.meta, &self.meta_json)
         };
+        if let ClientRequest::CallToolRequest(call) = &request
+            && call.params.meta.is_none()
+            && request.get_meta().is_empty()
+        {
+            return call_body(&call.params, &id, rendered);
+        }
         let message = if request.get_meta().is_empty() {
             let message = ClientJsonRpcMessage::request(request, id);
             if let Some(body) = with_meta(&to_json(&message)?, rendered) {
@@ -489,6 +503,52 @@ fn to_json(message: &ClientJsonRpcMessage) -> Result<Vec<u8>, PostError> {
         .map_err(|e| PostError::Protocol(format!("the request could not be serialized: {e}")))
 }
 
+/// The JSON of a `tools/call` request whose `params` carry no `_meta` of their own, with
+/// the member `meta` (`"_meta":{…},`) first in its `params`, written straight out: rmcp's
+/// serializer copies the params, arguments and all, into a `Value` tree to merge `_meta`
+/// into them.
+fn call_body(
+    params: &CallToolRequestParams,
+    id: &RequestId,
+    meta: &[u8],
+) -> Result<Vec<u8>, PostError> {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Params<'a> {
+        name: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        arguments: Option<&'a JsonObject>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        input_responses: Option<&'a InputResponses>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        request_state: Option<&'a str>,
+    }
+    let unserializable = |e: serde_json::Error| {
+        PostError::Protocol(format!("the request could not be serialized: {e}"))
+    };
+    let mut body = Vec::with_capacity(192 + meta.len());
+    body.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    serde_json::to_writer(&mut body, id).map_err(unserializable)?;
+    body.extend_from_slice(br#","method":"tools/call","params":{"#);
+    body.extend_from_slice(meta);
+    let opened = body.len();
+    serde_json::to_writer(
+        &mut body,
+        &Params {
+            name: &params.name,
+            arguments: params.arguments.as_ref(),
+            input_responses: params.input_responses.as_ref(),
+            request_state: params.request_state.as_deref(),
+        },
+    )
+    .map_err(unserializable)?;
+    // `params` was opened above, before the `_meta` member: drop the `{` that `Params`
+    // opened its object with (it always has `name`, so no member is left dangling).
+    body.remove(opened);
+    body.push(b'}');
+    Ok(body)
+}
+
 /// `plain`, the JSON of a request without `_meta`, with the `"_meta":{…},` member `meta`
 /// first in its `params`; `None` when `plain` has no non-empty `params` object or mentions
 /// `_meta` anywhere (then the caller merges and serializes instead).
@@ -563,8 +623,8 @@ impl Route {
 }
 
 /// `value` as a header value: as is when it is visible ASCII, else base64 in the SEP-2243
-/// sentinel (`=?base64?…?=`).
-fn header_value(value: &str) -> String {
+/// sentinel (`=?base64?…?=`). The header takes over `value`'s buffer when it can.
+fn header_value(value: String) -> String {
     let padded = value.starts_with([' ', '\t']) || value.ends_with([' ', '\t']);
     let invisible = value.chars().any(|c| !(' '..='~').contains(&c));
     let ambiguous =
@@ -572,10 +632,10 @@ fn header_value(value: &str) -> String {
     if padded || invisible || ambiguous {
         format!(
             "{BASE64_HEADER_PREFIX}{}{BASE64_HEADER_SUFFIX}",
-            BASE64_STANDARD.encode(value)
+            BASE64_STANDARD.encode(&value)
         )
     } else {
-        value.to_owned()
+        value
     }
 }
 
@@ -607,6 +667,61 @@ mod tests {
         assert!(endpoint("not a url").is_err());
     }
 
+    /// A proxy session's `_meta`, and the same as the member a post splices in.
+    fn session_meta() -> (RequestMetaObject, Vec<u8>) {
+        let meta = RequestMetaObject::with_client_context(
+            ProtocolVersion::V_2026_07_28,
+            Implementation::new("proxy", "1.0"),
+            ClientCapabilities::default(),
+        );
+        let mut member = b"\"_meta\":".to_vec();
+        serde_json::to_writer(&mut member, &meta).unwrap();
+        member.push(b',');
+        (meta, member)
+    }
+
+    /// A `tools/call` written straight out reads as rmcp's serialization of the request with
+    /// the session's `_meta` inserted, whatever its arguments (`_meta` in them included),
+    /// input responses, request state and id.
+    #[test]
+    fn written_calls_read_as_the_merged_request() {
+        use rmcp::model::{CallToolRequest, CallToolRequestParams};
+        let (meta, member) = session_meta();
+        let object = |v: serde_json::Value| v.as_object().cloned().unwrap();
+        let mut with_rounds = CallToolRequestParams::new("ask").with_arguments(object(
+            serde_json::json!({"_meta": {"x": 1}, "q": "\"params\":{"}),
+        ));
+        with_rounds.input_responses = Some(
+            object(serde_json::json!({"k": {"action": "accept"}}))
+                .into_iter()
+                .collect(),
+        );
+        with_rounds.request_state = Some("sealed \u{e9}".to_owned());
+        let calls = [
+            CallToolRequestParams::new("add")
+                .with_arguments(object(serde_json::json!({"a": 1, "b": [2, {"c": null}]}))),
+            CallToolRequestParams::new("no_arguments"),
+            CallToolRequestParams::new("caf\u{e9} \"quoted\"")
+                .with_arguments(serde_json::Map::new()),
+            with_rounds,
+        ];
+        for (n, params) in calls.into_iter().enumerate() {
+            let id = if n % 2 == 0 {
+                RequestId::Number(9)
+            } else {
+                RequestId::String("r-9".into())
+            };
+            let written: serde_json::Value =
+                serde_json::from_slice(&call_body(&params, &id, &member).unwrap()).unwrap();
+            let mut merged = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+            for (key, value) in meta.iter() {
+                merged.get_meta_mut().insert(key.clone(), value.clone());
+            }
+            let merged = serde_json::to_value(ClientJsonRpcMessage::request(merged, id)).unwrap();
+            assert_eq!(written, merged);
+        }
+    }
+
     /// The session's `_meta` spliced into a request's JSON reads as rmcp's serialization
     /// of the request with those members inserted; a request that mentions `_meta` is left
     /// to the merge.
@@ -616,14 +731,7 @@ mod tests {
             CallToolRequest, CallToolRequestParams, GetTaskParams, GetTaskRequest,
             ReadResourceRequest, ReadResourceRequestParams,
         };
-        let meta = RequestMetaObject::with_client_context(
-            ProtocolVersion::V_2026_07_28,
-            Implementation::new("proxy", "1.0"),
-            ClientCapabilities::default(),
-        );
-        let mut member = b"\"_meta\":".to_vec();
-        serde_json::to_writer(&mut member, &meta).unwrap();
-        member.push(b',');
+        let (meta, member) = session_meta();
         let arguments = |v: serde_json::Value| v.as_object().cloned().unwrap();
         let requests = [
             ClientRequest::CallToolRequest(CallToolRequest::new(
@@ -674,10 +782,13 @@ mod tests {
 
     #[test]
     fn header_values_are_wrapped_only_when_they_must_be() {
-        assert_eq!(header_value("up_add"), "up_add");
-        assert_eq!(header_value("users://7/profile"), "users://7/profile");
-        assert_eq!(header_value("héllo"), "=?base64?aMOpbGxv?=");
-        assert_eq!(header_value(" padded"), "=?base64?IHBhZGRlZA==?=");
+        assert_eq!(header_value("up_add".into()), "up_add");
+        assert_eq!(
+            header_value("users://7/profile".into()),
+            "users://7/profile"
+        );
+        assert_eq!(header_value("héllo".into()), "=?base64?aMOpbGxv?=");
+        assert_eq!(header_value(" padded".into()), "=?base64?IHBhZGRlZA==?=");
     }
 
     #[test]
