@@ -28,6 +28,7 @@ use ferrymcp_types::{
     CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, Implementation,
     JsonObject, ProtocolVersion, ServerResult, TASKS_EXTENSION_ID, ToolDescriptor, meta,
 };
+use futures::{FutureExt as _, future::Either};
 use rmcp::{
     RoleClient,
     model::{
@@ -445,20 +446,25 @@ impl Upstream {
     /// let reply = u.call_tool("add", args, ferrymcp_proxy::RequestOptions::default()).await?;
     /// # Ok(()) }
     /// ```
-    pub async fn call_tool(
-        &self,
+    // Not an `async fn`, nor is `request`: a level of `async fn` would keep a copy of the
+    // request and move the next level's future into its own, kilobytes per call.
+    pub fn call_tool<'a>(
+        &'a self,
         name: &str,
         arguments: JsonObject,
-        options: RequestOptions<'_>,
-    ) -> Result<CallToolResponse, ProxyError> {
+        options: RequestOptions<'a>,
+    ) -> impl Future<Output = Result<CallToolResponse, ProxyError>> + Send + 'a {
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        match self.request(request, options).await? {
-            ServerResult::CallToolResult(result) => Ok(CallToolResponse::Complete(result)),
-            ServerResult::CreateTaskResult(task) => Ok(CallToolResponse::Task(task)),
-            ServerResult::InputRequiredResult(input) => Ok(CallToolResponse::InputRequired(input)),
-            other => Err(self.unexpected("tools/call", &other)),
-        }
+        self.request(request, options)
+            .map(move |answer| match answer? {
+                ServerResult::CallToolResult(result) => Ok(CallToolResponse::Complete(result)),
+                ServerResult::CreateTaskResult(task) => Ok(CallToolResponse::Task(task)),
+                ServerResult::InputRequiredResult(input) => {
+                    Ok(CallToolResponse::InputRequired(input))
+                }
+                other => Err(self.unexpected("tools/call", &other)),
+            })
     }
 
     fn unexpected(&self, method: &str, result: &ServerResult) -> ProxyError {
@@ -482,19 +488,19 @@ impl Upstream {
     /// let _ = u.request(ClientRequest::PingRequest(PingRequest::default()), ferrymcp_proxy::RequestOptions::default()).await;
     /// # Ok(()) }
     /// ```
-    pub async fn request(
-        &self,
+    pub fn request<'a>(
+        &'a self,
         request: ClientRequest,
-        options: RequestOptions<'_>,
-    ) -> Result<ServerResult, ProxyError> {
+        options: RequestOptions<'a>,
+    ) -> impl Future<Output = Result<ServerResult, ProxyError>> + Send + 'a {
         if !ferrymcp_core::metrics::enabled() {
-            return self.send(request, options).await;
+            return Either::Left(self.send(request, options));
         }
         let method = ferrymcp_core::metrics::method_label(request.method());
         let started = std::time::Instant::now();
-        let answer = self.send(request, options).await;
-        crate::metrics::upstream_done(&self.inner.name, method, &answer, started.elapsed());
-        answer
+        Either::Right(self.send(request, options).inspect(move |answer| {
+            crate::metrics::upstream_done(&self.inner.name, method, answer, started.elapsed());
+        }))
     }
 
     /// [`request`](Self::request) without its metrics.
@@ -547,7 +553,9 @@ impl Upstream {
             && let Some(route) = poster.routes(&request)
         {
             let method = route.method();
-            let posted = poster.post(request, route, options.tasks_opt_in);
+            // Boxed once, here: inline, the post's kilobytes would be copied into the timeout,
+            // the `select!` and every future that awaits this one.
+            let posted = Box::pin(poster.post(request, route, options.tasks_opt_in));
             let outcome = tokio::select! {
                 outcome = tokio::time::timeout(timeout, posted) => outcome,
                 // Dropping the POST closes its connection: the upstream cancels the handler.
