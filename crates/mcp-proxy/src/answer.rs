@@ -13,7 +13,9 @@ use std::borrow::Cow;
 use ferrymcp_types::{
     CallToolResult, ErrorData, GetPromptResult, ReadResourceResult, RequestId, ServerResult,
 };
-use rmcp::model::{CreateTaskResult, GetTaskResult, InputRequiredResult};
+use rmcp::model::{
+    ContentBlock, CreateTaskResult, GetTaskResult, InputRequiredResult, MetaObject, ResultType,
+};
 use serde::{Deserialize, de::DeserializeOwned};
 use serde_json::value::RawValue;
 
@@ -75,7 +77,9 @@ pub(crate) fn read(message: &[u8], id: &RequestId, method: &str) -> Result<Readi
 /// `raw` read as a result of `method`: the types it returns first, the union last.
 fn result_of(method: &str, raw: &RawValue) -> Result<ServerResult, serde_json::Error> {
     let typed = match method {
-        "tools/call" => as_::<CallToolResult>(raw, ServerResult::CallToolResult)
+        "tools/call" => plain_call_result(raw)
+            .map(ServerResult::CallToolResult)
+            .or_else(|| as_::<CallToolResult>(raw, ServerResult::CallToolResult))
             .or_else(|| as_::<CreateTaskResult>(raw, ServerResult::CreateTaskResult))
             .or_else(|| as_::<InputRequiredResult>(raw, ServerResult::InputRequiredResult)),
         "resources/read" => as_::<ReadResourceResult>(raw, ServerResult::ReadResourceResult)
@@ -89,6 +93,65 @@ fn result_of(method: &str, raw: &RawValue) -> Result<ServerResult, serde_json::E
         Some(result) => Ok(result),
         None => serde_json::from_str(raw.get()),
     }
+}
+
+/// A `tools/call` result whose content is text blocks of `type` and `text` only, the
+/// common answer, read as rmcp reads it but without serde's buffering of `type`-tagged
+/// blocks (each block's keys and values copied once more before they are read). Any other
+/// member, or any other block, gives `None`: the result is then read as rmcp reads it.
+fn plain_call_result(raw: &RawValue) -> Option<CallToolResult> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    struct Plain {
+        #[serde(default)]
+        result_type: Option<ResultType>,
+        content: Option<Vec<PlainText>>,
+        // Present (even as `null`) is `Some`, as rmcp reads it.
+        #[serde(default, deserialize_with = "present")]
+        structured_content: Option<serde_json::Value>,
+        is_error: Option<bool>,
+        #[serde(rename = "_meta")]
+        meta: Option<MetaObject>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct PlainText {
+        #[serde(rename = "type")]
+        _kind: TextKind,
+        text: String,
+    }
+    #[derive(Deserialize)]
+    enum TextKind {
+        #[serde(rename = "text")]
+        Text,
+    }
+    fn present<'de, D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<serde_json::Value>, D::Error> {
+        serde_json::Value::deserialize(deserializer).map(Some)
+    }
+
+    let plain: Plain = serde_json::from_str(raw.get()).ok()?;
+    // What rmcp refuses is left for rmcp to refuse, with its own words.
+    if plain.result_type.as_ref().is_some_and(|t| !t.is_complete())
+        || (plain.content.is_none()
+            && plain.structured_content.is_none()
+            && plain.is_error.is_none())
+    {
+        return None;
+    }
+    let mut result = CallToolResult::default();
+    result.result_type = plain.result_type;
+    result.content = plain
+        .content
+        .unwrap_or_default()
+        .into_iter()
+        .map(|block| ContentBlock::text(block.text))
+        .collect();
+    result.structured_content = plain.structured_content;
+    result.is_error = plain.is_error;
+    result.meta = plain.meta;
+    Some(result)
 }
 
 /// `raw` as a `T`, wrapped by `variant`; `None` when it is no `T`.
@@ -122,6 +185,10 @@ mod tests {
             (
                 "tools/call",
                 serde_json::json!({"content": [], "isError": true}),
+            ),
+            (
+                "tools/call",
+                serde_json::json!({"content": [{"type": "text", "text": "x", "annotations": {"audience": ["user"]}}, {"type": "text", "text": "y"}]}),
             ),
             (
                 "tools/call",
@@ -166,6 +233,42 @@ mod tests {
                 std::mem::discriminant(&union),
                 "{method}: {result}"
             );
+        }
+    }
+
+    /// Text-only call results take the plain reading and read exactly as rmcp reads them;
+    /// anything else is left to rmcp's reading.
+    #[test]
+    fn plain_call_results_read_as_rmcp_reads_them() {
+        let plain = [
+            serde_json::json!({"resultType": "complete", "content": [{"type": "text", "text": "5"}], "structuredContent": {"result": 5}, "isError": false}),
+            serde_json::json!({"content": [{"text": "a \"quoted\" \u{e9}", "type": "text"}, {"type": "text", "text": ""}]}),
+            serde_json::json!({"content": [], "isError": true}),
+            serde_json::json!({"structuredContent": null}),
+            serde_json::json!({"content": null, "isError": false, "_meta": {"k": [1, 2]}}),
+        ];
+        for result in plain {
+            let raw = serde_json::value::to_raw_value(&result).unwrap();
+            let ours = plain_call_result(&raw).unwrap_or_else(|| panic!("not plain: {result}"));
+            let theirs: CallToolResult = serde_json::from_value(result.clone()).unwrap();
+            assert_eq!(ours, theirs, "{result}");
+            assert_eq!(
+                serde_json::to_value(&ours).unwrap(),
+                serde_json::to_value(&theirs).unwrap()
+            );
+        }
+        let other = [
+            serde_json::json!({"content": [{"type": "text", "text": "5", "annotations": {"priority": 1}}]}),
+            serde_json::json!({"content": [{"type": "text", "text": "5", "_meta": {}}]}),
+            serde_json::json!({"content": [{"type": "image", "data": "AA==", "mimeType": "image/png"}]}),
+            serde_json::json!({"content": [], "extra": 1}),
+            serde_json::json!({"resultType": "task", "content": []}),
+            serde_json::json!({"something": "else"}),
+            serde_json::json!({"content": [{"type": "text"}]}),
+        ];
+        for result in other {
+            let raw = serde_json::value::to_raw_value(&result).unwrap();
+            assert!(plain_call_result(&raw).is_none(), "{result}");
         }
     }
 
