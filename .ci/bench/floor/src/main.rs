@@ -9,47 +9,14 @@
 //! `floor 127.0.0.1:0` prints `listening on http://ADDR/mcp` and serves until killed; it
 //! runs on one thread (the benchmark pins each server to one CPU).
 
-use std::borrow::Cow;
+mod wire;
 
 use axum::{
-    Router,
-    body::Bytes,
-    http::{HeaderMap, HeaderValue, StatusCode, header},
-    response::{IntoResponse, Response},
-    routing::post,
+    Router, body::Bytes, http::HeaderMap, http::StatusCode, response::Response, routing::post,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-
-const PROTOCOL: &str = "2026-07-28";
-
-#[derive(Deserialize)]
-struct Envelope<'a> {
-    #[serde(borrow)]
-    jsonrpc: Cow<'a, str>,
-    #[serde(borrow)]
-    id: &'a RawValue,
-    #[serde(borrow)]
-    method: Cow<'a, str>,
-    #[serde(borrow)]
-    params: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct CallParams<'a> {
-    #[serde(borrow)]
-    name: Cow<'a, str>,
-    #[serde(borrow)]
-    arguments: Option<&'a RawValue>,
-    #[serde(rename = "_meta", borrow)]
-    meta: Option<Meta<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Meta<'a> {
-    #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow)]
-    protocol_version: Option<Cow<'a, str>>,
-}
+use wire::{CallParams, Envelope, PROTOCOL, header, json};
 
 #[derive(Deserialize)]
 struct AddArgs {
@@ -97,15 +64,6 @@ struct ErrorBody {
     message: String,
 }
 
-fn json(status: StatusCode, body: Vec<u8>) -> Response {
-    let mut response = (status, body).into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
-}
-
 fn failure(status: StatusCode, id: Option<&RawValue>, code: i32, message: String) -> Response {
     let body = serde_json::to_vec(&Failure {
         jsonrpc: "2.0",
@@ -114,10 +72,6 @@ fn failure(status: StatusCode, id: Option<&RawValue>, code: i32, message: String
     })
     .unwrap_or_default();
     json(status, body)
-}
-
-fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
-    headers.get(name).and_then(|value| value.to_str().ok())
 }
 
 async fn mcp(headers: HeaderMap, body: Bytes) -> Response {
@@ -228,14 +182,5 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let address = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:0".into());
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()?;
-    runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(&address).await?;
-        eprintln!("listening on http://{}/mcp", listener.local_addr()?);
-        axum::serve(listener, Router::new().route("/mcp", post(mcp))).await?;
-        Ok(())
-    })
+    wire::serve(&address, Router::new().route("/mcp", post(mcp)))
 }
