@@ -223,11 +223,48 @@ impl Call {
         }
     }
 
-    /// Whether `headers` (as the extensions left them) are those of a plain call of this
-    /// tool: see [`plain_call_headers`], and `Mcp-Name` naming the tool as is.
+    /// Whether `headers` (as the extensions left them) are those of a plain 2026-07-28 call
+    /// of this tool answered as JSON: no session, no `Mcp-Param-*` header, and once each the
+    /// version, `Mcp-Method` and `Mcp-Name` (naming the tool as is), JSON in, and both media
+    /// types accepted without weights. One pass over the headers, no lookup by name.
     pub(super) fn fits(&self, headers: &http::HeaderMap) -> bool {
-        plain_call_headers(headers)
-            && single(headers, &MCP_NAME) == Some(self.params.name.as_bytes())
+        // How often each was seen: the version, `Mcp-Method`, `Mcp-Name`, `Content-Type`,
+        // `Accept`.
+        let mut seen = [0u8; 5];
+        let mut json_body = false;
+        let mut accepted = false;
+        for (key, value) in headers {
+            let seen_at = if key == CONTENT_TYPE {
+                json_body = is_json(value.as_bytes());
+                3
+            } else if key == ACCEPT {
+                accepted = accepts_json_and_sse(value.as_bytes());
+                4
+            } else if !key.as_str().starts_with("mcp-") {
+                continue;
+            } else if key == MCP_PROTOCOL_VERSION {
+                if value.as_bytes() != b"2026-07-28" {
+                    return false;
+                }
+                0
+            } else if key == MCP_METHOD {
+                if value.as_bytes() != b"tools/call" {
+                    return false;
+                }
+                1
+            } else if key == MCP_NAME {
+                if value.as_bytes() != self.params.name.as_bytes() {
+                    return false;
+                }
+                2
+            } else if key == MCP_SESSION_ID || key.as_str().starts_with("mcp-param-") {
+                return false;
+            } else {
+                continue;
+            };
+            seen[seen_at] = seen[seen_at].saturating_add(1);
+        }
+        seen == [1; 5] && json_body && accepted
     }
 }
 
@@ -238,27 +275,18 @@ fn single<'a>(headers: &'a http::HeaderMap, name: &HeaderName) -> Option<&'a [u8
     values.next().is_none().then(|| value.as_bytes())
 }
 
-/// Whether the headers are those of a plain 2026-07-28 `tools/call` answered as JSON: no
-/// session, the version and method headers once each, JSON in, both media types accepted
-/// without weights, and no `Mcp-Param-*` header.
-fn plain_call_headers(headers: &http::HeaderMap) -> bool {
-    if headers.contains_key(&MCP_SESSION_ID)
-        || single(headers, &MCP_PROTOCOL_VERSION) != Some(b"2026-07-28")
-        || single(headers, &MCP_METHOD) != Some(b"tools/call")
-        || headers
-            .keys()
-            .any(|name| name.as_str().starts_with("mcp-param-"))
-    {
-        return false;
-    }
-    let json_body = single(headers, &CONTENT_TYPE)
-        .and_then(|value| std::str::from_utf8(value).ok())
-        .is_some_and(|value| {
-            let essence = value.split_once(';').map_or(value, |(essence, _)| essence);
-            essence.trim().eq_ignore_ascii_case("application/json")
-        });
-    let Some(accept) = single(headers, &ACCEPT).and_then(|value| std::str::from_utf8(value).ok())
-    else {
+/// Whether a `Content-Type` is JSON (`application/json`, parameters allowed).
+fn is_json(value: &[u8]) -> bool {
+    std::str::from_utf8(value).is_ok_and(|value| {
+        let essence = value.split_once(';').map_or(value, |(essence, _)| essence);
+        essence.trim().eq_ignore_ascii_case("application/json")
+    })
+}
+
+/// Whether an `Accept` lists both `application/json` and `text/event-stream`, with no
+/// parameters (weights are rmcp's to weigh).
+fn accepts_json_and_sse(value: &[u8]) -> bool {
+    let Ok(accept) = std::str::from_utf8(value) else {
         return false;
     };
     let (mut json, mut sse) = (false, false);
@@ -266,13 +294,12 @@ fn plain_call_headers(headers: &http::HeaderMap) -> bool {
         let mut pieces = entry.split(';');
         let essence = pieces.next().unwrap_or_default().trim();
         if pieces.next().is_some() {
-            // Parameters (weights) are rmcp's to weigh.
             return false;
         }
         json |= essence.eq_ignore_ascii_case("application/json");
         sse |= essence.eq_ignore_ascii_case("text/event-stream");
     }
-    json_body && json && sse
+    json && sse
 }
 
 /// Whether a tool's input schema asks for `Mcp-Param-*` headers (`x-mcp-header` on a

@@ -138,30 +138,37 @@ pub(super) enum Refusal {
 /// Checks `Host` and `Origin` of a request to the MCP endpoint against `access`.
 pub(super) fn check(access: &Access, parts: &http::request::Parts) -> Result<(), Refusal> {
     if let Some(hosts) = &access.hosts {
-        let authority = match parts.headers.get(http::header::HOST) {
+        let parsed;
+        let (text, host, port) = match parts.headers.get(http::header::HOST) {
             Some(value) => {
                 let text = value
                     .to_str()
                     .map_err(|_| Refusal::BadHost("the Host header is not text"))?;
-                http::uri::Authority::try_from(text)
-                    .map_err(|_| Refusal::BadHost("the Host header is not host[:port]"))?
+                match plain_host(text) {
+                    Some((host, port)) => (text, host, port),
+                    None => {
+                        parsed = http::uri::Authority::try_from(text)
+                            .map_err(|_| Refusal::BadHost("the Host header is not host[:port]"))?;
+                        (text, parsed.host(), parsed.port_u16())
+                    }
+                }
             }
-            None => parts
-                .uri
-                .authority()
-                .cloned()
-                .ok_or(Refusal::BadHost("the request has no Host header"))?,
+            None => {
+                let authority = parts
+                    .uri
+                    .authority()
+                    .ok_or(Refusal::BadHost("the request has no Host header"))?;
+                (authority.as_str(), authority.host(), authority.port_u16())
+            }
         };
         // Compared without a lowered copy: the allowed names are stored lowered.
-        let host = authority.host();
         let host = host.trim_start_matches('[').trim_end_matches(']');
-        let port = authority.port_u16();
         let allowed = hosts.iter().any(|allowed| {
             allowed.host.eq_ignore_ascii_case(host)
                 && allowed.port.is_none_or(|wanted| Some(wanted) == port)
         });
         if !allowed {
-            return Err(Refusal::Host(authority.as_str().to_owned()));
+            return Err(Refusal::Host(text.to_owned()));
         }
     }
     if let Some(origins) = &access.origins {
@@ -175,9 +182,62 @@ pub(super) fn check(access: &Access, parts: &http::request::Parts) -> Result<(),
     Ok(())
 }
 
+/// A `Host` of the usual form, a name or IPv4 address (letters, digits, `.` and `-`) and
+/// maybe a port, read without copying it into an `http::uri::Authority`; `None` for
+/// anything else, which `Authority` then parses (and refuses if it must).
+fn plain_host(text: &str) -> Option<(&str, Option<u16>)> {
+    let (host, port) = match text.split_once(':') {
+        Some((host, port)) => {
+            if port.is_empty() || port.len() > 5 || !port.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            (host, Some(port.parse::<u16>().ok()?))
+        }
+        None => (text, None),
+    };
+    let plain = !host.is_empty()
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
+    plain.then_some((host, port))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The usual `Host` values read as `http::uri::Authority` reads them; others are left
+    /// to it.
+    #[test]
+    fn plain_hosts_read_as_an_authority_reads_them() {
+        for text in [
+            "localhost",
+            "127.0.0.1:34645",
+            "Example.COM:443",
+            "a-b.example:0",
+            "x:65535",
+        ] {
+            let authority = http::uri::Authority::try_from(text).unwrap();
+            assert_eq!(
+                plain_host(text),
+                Some((authority.host(), authority.port_u16())),
+                "{text}"
+            );
+        }
+        for text in [
+            "[::1]:8080",
+            "host:",
+            "host:65536",
+            "host:+80",
+            "user@host",
+            "",
+            ":80",
+            "h\u{e9}te",
+            "a b",
+        ] {
+            assert_eq!(plain_host(text), None, "{text}");
+        }
+    }
 
     #[test]
     fn origin_entries_parse_and_match_by_scheme_host_and_port() {
