@@ -557,6 +557,9 @@ impl Upstream {
             // the `select!` and every future that awaits this one.
             let posted = Box::pin(poster.post(request, route, options.tasks_opt_in));
             let outcome = tokio::select! {
+                // The answer first: once it is in, the cancellation is not looked at again
+                // (each look locks the token's node).
+                biased;
                 outcome = tokio::time::timeout(timeout, posted) => outcome,
                 // Dropping the POST closes its connection: the upstream cancels the handler.
                 () = cancel.cancelled() => return Err(self.cancelled(method)),
