@@ -182,5 +182,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let address = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "127.0.0.1:0".into());
-    wire::serve(&address, Router::new().route("/mcp", post(mcp)))
+    wire::serve(
+        &address,
+        Router::new().route("/mcp", post(mcp)),
+        wire::runtime(false),
+    )
 }

@@ -54,17 +54,34 @@ pub fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers.get(name).and_then(|value| value.to_str().ok())
 }
 
-/// Serves `app` on `address` on one runtime worker (the benchmarks pin each server to one
-/// CPU), printing `listening on http://ADDR/mcp` first.
-pub fn serve(address: &str, app: Router) -> Result<(), Box<dyn std::error::Error>> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()?;
-    runtime.block_on(async {
+/// Serves `app` on `address` on `runtime`, printing `listening on http://ADDR/mcp` first.
+pub fn serve(
+    address: &str,
+    app: Router,
+    runtime: std::io::Result<tokio::runtime::Runtime>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    runtime?.block_on(async {
         let listener = tokio::net::TcpListener::bind(address).await?;
         eprintln!("listening on http://{}/mcp", listener.local_addr()?);
         axum::serve(listener, app).await?;
         Ok(())
     })
+}
+
+/// The runtime a floor binary serves on. `as_the_gateway`: the one `ferrymcp-gateway`
+/// picks, one thread when the process may use one CPU (else tokio's multi-thread runtime);
+/// otherwise a multi-thread runtime with one worker, as the demo runs in `http_floor.sh`
+/// (`TOKIO_WORKER_THREADS=1`). The benchmarks pin each server to one CPU.
+pub fn runtime(as_the_gateway: bool) -> std::io::Result<tokio::runtime::Runtime> {
+    let one_cpu = std::thread::available_parallelism().is_ok_and(|n| n.get() == 1);
+    let mut builder = if as_the_gateway && one_cpu {
+        tokio::runtime::Builder::new_current_thread()
+    } else if as_the_gateway {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder.worker_threads(1);
+        builder
+    };
+    builder.enable_all().build()
 }

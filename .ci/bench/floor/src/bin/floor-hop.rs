@@ -11,7 +11,7 @@
 //! gateway's.
 //!
 //! `floor-hop 127.0.0.1:0 http://UPSTREAM/mcp demo` prints `listening on http://ADDR/mcp`
-//! and serves until killed, on one runtime worker.
+//! and serves until killed, on the runtime `ferrymcp-gateway` picks (one thread on one CPU).
 
 use std::{
     borrow::Cow,
@@ -232,5 +232,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     wire::serve(
         &address,
         Router::new().route("/mcp", post(mcp)).with_state(hop),
+        wire::runtime(true),
     )
 }
