@@ -348,3 +348,84 @@ fn json_answer(message: &ServerJsonRpcMessage) -> Response {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(name: &str) -> Call {
+        Call {
+            id: RequestId::Number(1),
+            params: CallToolRequestParams::new(name.to_owned()),
+            meta: JsonObject::new(),
+            tasks: false,
+        }
+    }
+
+    fn headers(pairs: &[(&str, &str)]) -> http::HeaderMap {
+        pairs
+            .iter()
+            .map(|(name, value)| {
+                (
+                    HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                    http::HeaderValue::from_str(value).unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    const PLAIN: [(&str, &str); 5] = [
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "add"),
+    ];
+
+    /// Only the headers of a plain call of this very tool take the path; anything else
+    /// (a session, a parameter header, a header missing, repeated or different, weights)
+    /// is left to rmcp's service.
+    #[test]
+    fn only_a_plain_calls_headers_fit() {
+        let add = call("add");
+        assert!(add.fits(&headers(&PLAIN)));
+        let mut charset = PLAIN;
+        charset[0].1 = "Application/JSON; charset=utf-8";
+        assert!(add.fits(&headers(&charset)));
+        assert!(!call("sub").fits(&headers(&PLAIN)));
+        for extra in [
+            ("mcp-session-id", "s1"),
+            ("mcp-param-region", "eu"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "add"),
+            ("mcp-protocol-version", "2026-07-28"),
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ] {
+            let mut pairs = PLAIN.to_vec();
+            pairs.push(extra);
+            assert!(!add.fits(&headers(&pairs)), "with {extra:?}");
+        }
+        for (at, value) in [
+            (0, "text/plain"),
+            (1, "application/json"),
+            (1, "application/json;q=1, text/event-stream"),
+            (2, "2025-11-25"),
+            (3, "tools/list"),
+            (4, "ADD"),
+        ] {
+            let mut pairs = PLAIN;
+            pairs[at].1 = value;
+            assert!(!add.fits(&headers(&pairs)), "with {value:?}");
+        }
+        for (at, missing) in PLAIN.iter().enumerate() {
+            let mut pairs = PLAIN.to_vec();
+            pairs.remove(at);
+            assert!(!add.fits(&headers(&pairs)), "without {missing:?}");
+        }
+        let mut other = PLAIN.to_vec();
+        other.push(("mcp-other", "x"));
+        other.push(("x-request-id", "7"));
+        assert!(add.fits(&headers(&other)));
+    }
+}
