@@ -1,5 +1,6 @@
 //! No lost transition on [`RedisBackend`], on a real Redis: a submitted task whose release
-//! never comes is released by the sweeper; a claim retried under its claim id hands out the
+//! never comes is released by the sweeper; a submission whose answer was lost is undone,
+//! never run; a claim retried under its claim id hands out the
 //! same runs; worker writes are safe to retry; and after Redis restarts with AOF, every
 //! accepted task is still there and the work goes on (scripts reloaded, leases recovered).
 //!
@@ -10,10 +11,10 @@ use crate::redis_tasks;
 use std::time::{Duration, Instant};
 
 use ferrymcp_tasks::backend::{
-    InputRound, NewTask, Owner, TaskBackend, WorkerId, WriteAck,
+    BackendError, InputRound, NewTask, Owner, TaskBackend, WorkerId, WriteAck,
     redis::{RedisBackend, RedisOptions},
 };
-use ferrymcp_test_helpers::redis::RedisServer;
+use ferrymcp_test_helpers::{fault_proxy::FaultProxy, redis::RedisServer};
 use ferrymcp_types::TaskStatus;
 use serde_json::json;
 
@@ -341,4 +342,135 @@ async fn scope2_after_a_restart_with_aof_no_accepted_task_is_lost() {
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The backend on a fresh queue of the shared Redis, reached through a fault proxy and
+/// waiting at most 300 ms for any answer; a direct connection to watch Redis with; and the
+/// queue's key prefix.
+async fn behind_a_proxy(
+    name: &str,
+) -> (
+    RedisBackend,
+    FaultProxy,
+    redis::aio::MultiplexedConnection,
+    String,
+) {
+    let url = RedisServer::shared().queue_url(name);
+    let (scheme, rest) = url.split_once("://").expect("a URL");
+    let (authority, path) = rest.split_once('/').expect("a path");
+    let (credentials, host) = match authority.rsplit_once('@') {
+        Some((credentials, host)) => (format!("{credentials}@"), host),
+        None => (String::new(), authority),
+    };
+    let upstream = tokio::net::lookup_host(host)
+        .await
+        .expect("Redis' address")
+        .next()
+        .expect("an address");
+    let proxy = FaultProxy::start(upstream).await.expect("proxy");
+    let proxied = format!("{scheme}://{credentials}{}/{path}", proxy.addr());
+    let backend = RedisBackend::connect_with(
+        &proxied,
+        RedisOptions::default()
+            .with_lease(LEASE)
+            .with_response_timeout(Duration::from_millis(300)),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let redis = redis::Client::open(url.as_str())
+        .expect("url")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("redis");
+    let prefix = backend.key_prefix().to_owned();
+    (backend, proxy, redis, prefix)
+}
+
+/// Redis' clock (Unix ms).
+async fn redis_now_ms(redis: &mut redis::aio::MultiplexedConnection) -> u64 {
+    let (secs, micros): (u64, u64) = redis::cmd("TIME").query_async(redis).await.expect("TIME");
+    secs * 1000 + micros / 1000
+}
+
+async fn exists(redis: &mut redis::aio::MultiplexedConnection, key: &str) -> bool {
+    redis::cmd("EXISTS")
+        .arg(key)
+        .query_async::<u64>(redis)
+        .await
+        .expect("EXISTS")
+        == 1
+}
+
+#[tokio::test]
+async fn r16_a_submission_whose_answer_is_lost_is_undone_and_never_runs() {
+    let (backend, proxy, mut redis, prefix) = behind_a_proxy("answer-lost").await;
+    let new = task(1);
+    // The submission reaches Redis a second late, well after its server stopped waiting.
+    proxy.delay(Duration::from_secs(1));
+    let error = backend
+        .submit(new.clone())
+        .await
+        .expect_err("no answer within the response timeout");
+    assert!(matches!(error, BackendError::Unavailable(_)), "{error}");
+    proxy.delay(Duration::ZERO);
+    let key = format!("{prefix}:t:{}", new.id);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !exists(&mut redis, &key).await {
+        assert!(
+            Instant::now() < deadline,
+            "the late submission never arrived"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Its task waits for a release that never comes; sweeps (as every server runs them)
+    // until well past the release deadline never let it run.
+    let stored = redis_now_ms(&mut redis).await;
+    let past = stored + 2 * u64::try_from(LEASE.as_millis()).expect("ms");
+    let worker = WorkerId::new();
+    while redis_now_ms(&mut redis).await < past {
+        if let Err(error) = backend.expire().await {
+            note(&error);
+        }
+        if let Ok(runs) = backend.claim(&worker, 1, Duration::from_millis(50)).await {
+            assert!(
+                runs.is_empty(),
+                "a submission whose client was told it failed ran"
+            );
+        }
+    }
+    assert!(!exists(&mut redis, &key).await, "the task is still stored");
+    assert_eq!(backend.get(&new.owner, &new.id).await.expect("get"), None);
+    let stats = backend.stats().await.expect("stats").expect("counts");
+    assert_eq!((stats.queued, stats.waiting), (0, 0), "{stats:?}");
+}
+
+#[tokio::test]
+async fn r16_an_undone_submission_that_never_arrived_keeps_its_id_taken() {
+    let (backend, proxy, mut redis, prefix) = behind_a_proxy("never-arrived").await;
+    let new = task(1);
+    proxy.blackhole();
+    let error = backend
+        .submit(new.clone())
+        .await
+        .expect_err("no answer from a partitioned Redis");
+    assert!(matches!(error, BackendError::Unavailable(_)), "{error}");
+    // The partition lost the submission; the next sweep that reaches Redis undoes it.
+    proxy.restore();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while let Err(error) = backend.expire().await {
+        assert!(Instant::now() < deadline, "Redis never came back: {error}");
+    }
+    let task_key = format!("{prefix}:t:{}", new.id);
+    assert!(!exists(&mut redis, &task_key).await);
+    assert!(
+        exists(&mut redis, &format!("{prefix}:d:{}", new.id)).await,
+        "the undone id is not taken"
+    );
+    // Should the submission still arrive, it is refused.
+    let late = backend
+        .submit(new.clone())
+        .await
+        .expect_err("the id is taken");
+    assert!(matches!(late, BackendError::Corrupt(_)), "{late}");
+    assert!(!exists(&mut redis, &task_key).await);
 }

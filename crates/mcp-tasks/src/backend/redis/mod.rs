@@ -13,6 +13,7 @@
 //! | `P:x:<bucket>`, `P:xb` | hash, sorted set | tasks by the 100 ms bucket they expire in (per caller: submitted, `f:`finished), and the buckets by their end: how expired tasks leave the counts |
 //! | `P:w`, `P:wt` | stream, capped; string | one entry per queued run while `P:wt` says a claim may be waiting, to wake it |
 //! | `P:cl:<claim id>` | list | the runs one claim handed out (for a lease) |
+//! | `P:d:<id>` | string | an id taken for a while by an undone submission (below) |
 //! | `P:t:<id>:ir` / `:ik` | hashes | outstanding input requests, and the tool key of each client key |
 //! | `P:t:<id>:ia` | hash | answers collected for the next round, by the tool's keys |
 //! | `P:ev` | pub/sub channel | `<worker>\t<task>`: cancel the run of that task |
@@ -32,11 +33,13 @@
 //! deadline, and [`expire`](TaskBackend::expire) takes lapsed leases and either starts the
 //! work again (attempts left, a new fence) or fails the task for a lost worker. It also
 //! releases a submitted task whose release never came within a lease (its server
-//! died).
+//! died). A submission whose answer never came (its client was told it failed) is undone
+//! by the next sweep of its server, before that server releases anything (`doubts.rs`).
 //! All times come from the Redis server's clock.
 
 mod batch;
 mod connection;
+mod doubts;
 mod events;
 mod operator;
 mod options;
@@ -153,6 +156,12 @@ pub struct RedisBackend {
     /// yet, so that its owner's release queues the run without reading the task (at most
     /// [`HELD_TAGS`]).
     held: std::sync::Mutex<HashMap<String, (Owner, String)>>,
+    /// Submissions whose answer never came, for the sweep to undo.
+    doubts: doubts::Doubts,
+    /// How long an undone submission's id stays taken (ms, as sent): twice the longer of
+    /// the lease and the response timeout, so a submission held up on its way meanwhile is
+    /// refused when it arrives.
+    taken_ms: String,
     prefix: String,
     lease: Duration,
     limits: TaskLimits,
@@ -352,6 +361,10 @@ impl RedisBackend {
             target,
             batchers,
             held: std::sync::Mutex::new(HashMap::new()),
+            doubts: doubts::Doubts::default(),
+            taken_ms: whole_ms(options.lease.max(options.response_timeout) * 2)
+                .max(1)
+                .to_string(),
             prefix,
             lease: options.lease,
             limits: options.limits,
@@ -492,6 +505,34 @@ impl RedisBackend {
             limit: Limit::ResultBytes,
             max: u64::try_from(self.limits.max_result_bytes).unwrap_or(u64::MAX),
         })
+    }
+
+    /// Undoes the submissions in doubt (`lua/discard.lua`), [`RECOVER_BATCH`] per call;
+    /// those Redis did not answer for stay in doubt.
+    async fn undo_doubts(&self) -> Result<(), BackendError> {
+        let ids = self.doubts.take(doubts::MAX_DOUBTS);
+        let shared = [self.taken_ms.clone()];
+        for ids in ids.chunks(RECOVER_BATCH) {
+            let calls: Vec<Vec<String>> = ids.iter().map(|id| vec![id.clone()]).collect();
+            let replies = self
+                .target
+                .run_items(&self.scripts.discard, &shared, &calls)
+                .await?;
+            let mut settled = Vec::with_capacity(ids.len());
+            for (id, reply) in ids.iter().zip(replies) {
+                match reply.as_ref().ok().and_then(int) {
+                    Some(1 | 2) => {}
+                    Some(0) => tracing::warn!(
+                        task = %id,
+                        "a submission whose answer was lost was released before it could be undone; it runs"
+                    ),
+                    _ => continue,
+                }
+                settled.push(id.clone());
+            }
+            self.doubts.settle(&settled);
+        }
+        Ok(())
     }
 
     /// One claim attempt under `claim_id`; retried with the same id, it hands out the same
@@ -758,6 +799,18 @@ impl TaskBackend for RedisBackend {
         let caller = self.tag(&task.caller);
         let ttl_arg = ttl.map(|ms| ms.to_string()).unwrap_or_default();
         let version = task.version.clone().unwrap_or_default();
+        if !self.doubts.has_room() {
+            return Err(BackendError::Unavailable(
+                "too many submissions whose answer Redis never sent wait to be undone".to_owned(),
+            ));
+        }
+        // Until its answer is read, the task may be stored or not: a submission whose answer
+        // is lost (an error on the way, or the caller stopping to wait) is undone by the
+        // sweep, for as long as the task could live.
+        let watch = self.doubts.watch(
+            &task.id,
+            Instant::now() + ttl.map_or(doubts::PATIENCE, Duration::from_millis),
+        );
         let reply = self
             .call(
                 Via::Batched(&self.batchers.submit),
@@ -774,7 +827,13 @@ impl TaskBackend for RedisBackend {
                     &caller,
                 ],
             )
-            .await?;
+            .await;
+        if matches!(reply, Err(BackendError::Unavailable(_))) {
+            drop(watch);
+        } else {
+            watch.settled();
+        }
+        let reply = reply?;
         let refused = |limit, max| Err(BackendError::Limit(LimitExceeded { limit, max }));
         let created = match int(&reply) {
             Some(-2) => return refused(Limit::TasksPerCaller, self.limits.max_tasks_per_caller),
@@ -1046,6 +1105,8 @@ impl TaskBackend for RedisBackend {
     }
 
     async fn expire(&self) -> Result<Duration, BackendError> {
+        // This server's submissions in doubt go first, before an overdue hold releases them.
+        self.undo_doubts().await?;
         let error = to_json(&lost_worker_error());
         let batch = RECOVER_BATCH.to_string();
         // Every overdue lease and release, in bounded steps (each step takes what it saw
@@ -1070,6 +1131,10 @@ impl TaskBackend for RedisBackend {
 
     fn lease(&self) -> Duration {
         self.lease
+    }
+
+    fn sweeper_wakeup(&self) -> Option<std::sync::Arc<tokio::sync::Notify>> {
+        Some(self.doubts.sweeper())
     }
 
     fn events(&self, worker: &WorkerId) -> Option<mpsc::UnboundedReceiver<WorkerEvent>> {

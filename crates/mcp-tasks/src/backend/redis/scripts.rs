@@ -15,6 +15,7 @@ const BATCH: &str = include_str!("lua/batch.lua");
 pub(super) struct Scripts {
     pub submit: Script,
     pub release: Script,
+    pub discard: Script,
     pub cancel: Script,
     pub claim: Script,
     pub heartbeat: Script,
@@ -142,6 +143,7 @@ impl Scripts {
         Self {
             submit: script(include_str!("lua/submit.lua")),
             release: script(include_str!("lua/release.lua")),
+            discard: script(include_str!("lua/discard.lua")),
             cancel: script(include_str!("lua/cancel.lua")),
             claim: script(include_str!("lua/claim.lua")),
             heartbeat: script(include_str!("lua/heartbeat.lua")),

@@ -30,6 +30,10 @@ local XB = P .. ':xb'  -- expiry buckets: bucket by its end (Unix ms)
 local BUCKET_MS = 100  -- the width of an expiry bucket (ms)
 --@ tkey
 local function tkey(id) return P .. ':t:' .. id end
+--@ dkey
+-- Present while id `id` is taken though no task holds it: its submission's answer was lost
+-- and the submission undone (discard.lua), so one arriving late is refused.
+local function dkey(id) return P .. ':d:' .. id end
 --@ xkey
 -- The bucket of tasks expiring before `b_end`: `<caller tag>` how many of that caller's it
 -- holds, `f:<caller tag>` how many of them finished.
@@ -212,10 +216,11 @@ function ZQ.flush(key)
 end
 FLUSH[#FLUSH + 1] = function() ZQ.flush() end
 --@ fresh
--- Whether none of this call's items names a task that exists, the task id being each
--- item's argument `k`: one EXISTS for the whole call instead of one per item (batched
--- scripts only: it reads the call's layout, see the end of this prelude). Items of one call
--- that share an id are told apart by `SEEN` (the ids stored by this call).
+-- Whether none of this call's items names a task that exists (or an id taken by an undone
+-- submission), the task id being each item's argument `k`: one EXISTS for the whole call
+-- instead of one per item (batched scripts only: it reads the call's layout, see the end
+-- of this prelude). Items of one call that share an id are told apart by `SEEN` (the ids
+-- stored by this call).
 local FRESH = nil
 local SEEN = {}
 local function fresh(k)
@@ -223,7 +228,9 @@ local function fresh(k)
     local keys = {}
     local i = 3 + tonumber(ARGV[2])
     while i <= #ARGV do
-      keys[#keys + 1] = tkey(ARGV[i - 1 + k])
+      local id = ARGV[i - 1 + k]
+      keys[#keys + 1] = tkey(id)
+      keys[#keys + 1] = dkey(id)
       i = i + tonumber(ARGV[i]) + 1
     end
     local found = 0

@@ -1,15 +1,16 @@
 -- A: prefix, id, owner tag, tool, version ('' none), args, ctx, ttl_ms ('' none), poll_ms,
 -- max_attempts, caller tag. Shared by the call's items (ARGV[3] ..): the release deadline
--- (ms after now), max unfinished per caller, max unfinished, max kept. Returns {creation time (Unix ms), start tag of the first run}; -1
--- when the id is taken; -2, -3, -4 when the caller's, everybody's unfinished, or the kept
--- tasks are at their limit (then nothing is stored). The first run is queued now, at its
--- fair place, but held (field `hold`: until when) until `release`: a claim that meets it
--- held parks it in S for `release` or the sweeper.
+-- (ms after now), max unfinished per caller, max unfinished, max kept. Returns {creation
+-- time (Unix ms), start tag of the first run}; -1 when the id is taken (by a task, or by a
+-- submission undone since, see discard.lua); -2, -3, -4 when the caller's, everybody's
+-- unfinished, or the kept tasks are at their limit (then nothing is stored). The first run
+-- is queued now, at its fair place, but held (field `hold`: until when) until `release`: a
+-- claim that meets it held parks it in S for `release` or the sweeper.
 local id = A[2]
 local t = tkey(id)
 if fresh(2) then
   if SEEN[id] then return -1 end
-elseif redis.call('EXISTS', t) == 1 then
+elseif redis.call('EXISTS', t, dkey(id)) > 0 then
   return -1
 end
 local now = now_ms()
