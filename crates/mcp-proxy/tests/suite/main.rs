@@ -8,6 +8,8 @@ mod connection;
 #[cfg(feature = "gateway")]
 mod gateway_auth_config;
 #[cfg(feature = "gateway")]
+mod gateway_one_cpu;
+#[cfg(feature = "gateway")]
 mod gateway_start;
 mod headers;
 mod hostile_upstreams;
