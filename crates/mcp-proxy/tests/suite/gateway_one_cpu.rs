@@ -5,47 +5,17 @@
 
 use std::{net::SocketAddr, process::Stdio, time::Duration};
 
-use ferrymcp_core::{
-    Args, CancellationToken, Context, HttpConfig, HttpServer, Server, ToolDef, ToolError,
-};
+use ferrymcp_core::{CancellationToken, HttpConfig, HttpServer};
 use ferrymcp_proxy::{HttpTarget, RequestOptions, Upstream};
 use ferrymcp_test_helpers::fault_proxy::FaultProxy;
 use ferrymcp_types::{CallToolResponse, JsonObject};
-use serde::Deserialize;
 use serde_json::json;
 use tokio::{
     io::{AsyncBufReadExt as _, BufReader},
     sync::mpsc,
 };
 
-#[derive(Deserialize, schemars::JsonSchema)]
-struct Pair {
-    a: i64,
-    b: i64,
-}
-
-/// An upstream with `add`, and `wait`, which reports its start and its cancellation.
-fn upstream(started: mpsc::UnboundedSender<()>, cancelled: mpsc::UnboundedSender<()>) -> Server {
-    let server = Server::new("upstream");
-    server
-        .add_tool(ToolDef::new(
-            "add",
-            |Args(Pair { a, b }): Args<Pair>| async move { Ok::<_, ToolError>(a + b) },
-        ))
-        .expect("add");
-    server
-        .add_tool(ToolDef::new("wait", move |cx: Context| {
-            let (started, cancelled) = (started.clone(), cancelled.clone());
-            async move {
-                let _ = started.send(());
-                cx.cancellation().cancelled().await;
-                let _ = cancelled.send(());
-                Err::<i64, _>(ToolError::new("cancelled"))
-            }
-        }))
-        .expect("wait");
-    server
-}
+use crate::http_calls::upstream;
 
 /// How many threads process `pid` runs.
 fn threads(pid: u32) -> usize {
@@ -74,7 +44,8 @@ async fn add(gateway: &Upstream, a: i64, b: i64) -> serde_json::Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_one_cpu_the_gateway_runs_one_thread_and_calls_cancels_and_reconnects_work() {
-    // The upstream, reached through a proxy that can cut its connections.
+    // The upstream (`add`, `wait` and others), reached through a proxy that can cut its
+    // connections.
     let (started_tx, mut started) = mpsc::unbounded_channel();
     let (cancelled_tx, mut cancelled) = mpsc::unbounded_channel();
     let http = HttpServer::bind(

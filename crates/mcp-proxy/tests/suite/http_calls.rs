@@ -29,7 +29,10 @@ struct Routed {
 
 /// An upstream with `add`, `fail` (a tool error), `region` (an annotated argument), `wait`
 /// (reports its start and its cancellation) and the resource `notes://café`.
-fn upstream(started: mpsc::UnboundedSender<()>, cancelled: mpsc::UnboundedSender<()>) -> Server {
+pub(crate) fn upstream(
+    started: mpsc::UnboundedSender<()>,
+    cancelled: mpsc::UnboundedSender<()>,
+) -> Server {
     let server = Server::new("upstream");
     server
         .add_tool(ToolDef::new(
