@@ -164,8 +164,9 @@ pub async fn spawn_demo_worker_with_metrics(
 }
 
 /// Starts the demo with `args` and `envs` and reads its stderr until `ready` recognises a
-/// line; returns the child and what `ready` took from that line. The rest of stderr is
-/// drained, so the child never blocks on a full pipe.
+/// line; returns the child and what `ready` took from that line. The rest of stderr goes
+/// to the test's output, prefixed with the demo's arguments (shown when the test fails, to
+/// tell what the servers saw), so the child never blocks on a full pipe.
 async fn spawn_demo(
     args: &[&str],
     envs: &[(&str, &str)],
@@ -191,7 +192,12 @@ async fn spawn_demo(
             break taken;
         }
     };
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let shown = format!("{args:?}");
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            eprintln!("[demo {shown}] {line}");
+        }
+    });
     (child, taken)
 }
 
