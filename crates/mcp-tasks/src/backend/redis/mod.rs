@@ -1106,7 +1106,15 @@ impl TaskBackend for RedisBackend {
 
     async fn expire(&self) -> Result<Duration, BackendError> {
         // This server's submissions in doubt go first, before an overdue hold releases them.
-        self.undo_doubts().await?;
+        // Only an unreachable Redis stops the sweep here: anything else must not hold up
+        // the recovery of leases.
+        match self.undo_doubts().await {
+            Err(BackendError::Unavailable(error)) => return Err(BackendError::Unavailable(error)),
+            Err(error) => {
+                tracing::warn!(url = %self.url, %error, "could not undo submissions whose answer was lost");
+            }
+            Ok(()) => {}
+        }
         let error = to_json(&lost_worker_error());
         let batch = RECOVER_BATCH.to_string();
         // Every overdue lease and release, in bounded steps (each step takes what it saw
