@@ -403,15 +403,43 @@ async fn exists(redis: &mut redis::aio::MultiplexedConnection, key: &str) -> boo
 
 #[tokio::test]
 async fn r16_a_submission_whose_answer_is_lost_is_undone_and_never_runs() {
-    let (backend, proxy, mut redis, prefix) = behind_a_proxy("answer-lost").await;
-    let new = task(1);
-    // The submission reaches Redis a second late, well after its server stopped waiting.
-    proxy.delay(Duration::from_secs(1));
-    let error = backend
-        .submit(new.clone())
+    lost_answer_is_undone("answer-lost", false).await;
+}
+
+#[tokio::test]
+async fn r16_a_submission_its_caller_stopped_waiting_for_is_undone_and_never_runs() {
+    lost_answer_is_undone("caller-gone", true).await;
+}
+
+/// A submission reaches Redis a second late, well after its server stopped waiting: on its
+/// response timeout, or (`drop_early`) because the caller dropped the call before that.
+async fn lost_answer_is_undone(queue: &str, drop_early: bool) {
+    let (backend, proxy, mut redis, prefix) = behind_a_proxy(queue).await;
+    // Redis has the submit script once one submission went through: the late one then runs
+    // at once instead of failing with NOSCRIPT (whose answer nobody waits for any more). The
+    // first task is cancelled: it neither runs nor counts as queued.
+    let first = task(1);
+    backend
+        .submit(first.clone())
         .await
-        .expect_err("no answer within the response timeout");
-    assert!(matches!(error, BackendError::Unavailable(_)), "{error}");
+        .expect("a first submission");
+    backend
+        .cancel(&first.owner, &first.id)
+        .await
+        .expect("cancel the first task");
+    let new = task(1);
+    proxy.delay(Duration::from_secs(1));
+    if drop_early {
+        tokio::time::timeout(Duration::from_millis(50), backend.submit(new.clone()))
+            .await
+            .expect_err("the caller stops waiting first");
+    } else {
+        let error = backend
+            .submit(new.clone())
+            .await
+            .expect_err("no answer within the response timeout");
+        assert!(matches!(error, BackendError::Unavailable(_)), "{error}");
+    }
     proxy.delay(Duration::ZERO);
     let key = format!("{prefix}:t:{}", new.id);
     let deadline = Instant::now() + Duration::from_secs(10);
