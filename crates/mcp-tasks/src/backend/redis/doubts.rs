@@ -56,13 +56,14 @@ impl Doubts {
     pub(super) fn take(&self, max: usize) -> Vec<String> {
         let now = Instant::now();
         let mut ids = lock(&self.ids);
-        ids.retain(|id, until| {
-            let keep = *until > now;
-            if !keep {
-                tracing::warn!(task = %id, "gave up undoing a submission whose answer was lost");
-            }
-            keep
-        });
+        let before = ids.len();
+        ids.retain(|_, until| *until > now);
+        if ids.len() < before {
+            tracing::warn!(
+                count = before - ids.len(),
+                "gave up undoing submissions whose answer was lost, past the time their tasks could live"
+            );
+        }
         ids.keys().take(max).cloned().collect()
     }
 
