@@ -345,14 +345,15 @@ async fn scope2_after_a_restart_with_aof_no_accepted_task_is_lost() {
 }
 
 /// The backend on a fresh queue of the shared Redis, reached through a fault proxy and
-/// waiting at most 300 ms for any answer; a direct connection to watch Redis with; and the
-/// queue's key prefix.
+/// waiting at most 300 ms for any answer; a direct connection to watch Redis with; the
+/// queue's key prefix; and the queue's URL (straight to Redis).
 async fn behind_a_proxy(
     name: &str,
 ) -> (
     RedisBackend,
     FaultProxy,
     redis::aio::MultiplexedConnection,
+    String,
     String,
 ) {
     let url = RedisServer::shared().queue_url(name);
@@ -383,7 +384,7 @@ async fn behind_a_proxy(
         .await
         .expect("redis");
     let prefix = backend.key_prefix().to_owned();
-    (backend, proxy, redis, prefix)
+    (backend, proxy, redis, prefix, url)
 }
 
 /// Redis' clock (Unix ms).
@@ -414,7 +415,72 @@ async fn r16_a_submission_its_caller_stopped_waiting_for_is_undone_and_never_run
 /// A submission reaches Redis a second late, well after its server stopped waiting: on its
 /// response timeout, or (`drop_early`) because the caller dropped the call before that.
 async fn lost_answer_is_undone(queue: &str, drop_early: bool) {
-    let (backend, proxy, mut redis, prefix) = behind_a_proxy(queue).await;
+    let (backend, proxy, mut redis, prefix, _) = behind_a_proxy(queue).await;
+    let new = lose_an_answer(&backend, &proxy, &mut redis, &prefix, drop_early).await;
+    let key = format!("{prefix}:t:{}", new.id);
+    // Its task waits for a release that never comes; sweeps (as every server runs them)
+    // until well past the release deadline never let it run.
+    let stored = redis_now_ms(&mut redis).await;
+    let past = stored + 2 * u64::try_from(LEASE.as_millis()).expect("ms");
+    let worker = WorkerId::new();
+    while redis_now_ms(&mut redis).await < past {
+        if let Err(error) = backend.expire().await {
+            note(&error);
+        }
+        if let Ok(runs) = backend.claim(&worker, 1, Duration::from_millis(50)).await {
+            assert!(
+                runs.is_empty(),
+                "a submission whose client was told it failed ran"
+            );
+        }
+    }
+    assert!(!exists(&mut redis, &key).await, "the task is still stored");
+    assert_eq!(backend.get(&new.owner, &new.id).await.expect("get"), None);
+    let stats = backend.stats().await.expect("stats").expect("counts");
+    assert_eq!((stats.queued, stats.waiting), (0, 0), "{stats:?}");
+}
+
+#[tokio::test]
+async fn r16_an_undone_submission_that_never_arrived_keeps_its_id_taken() {
+    let (backend, proxy, mut redis, prefix, _) = behind_a_proxy("never-arrived").await;
+    let new = task(1);
+    proxy.blackhole();
+    let error = backend
+        .submit(new.clone())
+        .await
+        .expect_err("no answer from a partitioned Redis");
+    assert!(matches!(error, BackendError::Unavailable(_)), "{error}");
+    // The partition lost the submission; the next sweep that reaches Redis undoes it.
+    proxy.restore();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while let Err(error) = backend.expire().await {
+        assert!(Instant::now() < deadline, "Redis never came back: {error}");
+    }
+    let task_key = format!("{prefix}:t:{}", new.id);
+    assert!(!exists(&mut redis, &task_key).await);
+    assert!(
+        exists(&mut redis, &format!("{prefix}:d:{}", new.id)).await,
+        "the undone id is not taken"
+    );
+    // Should the submission still arrive, it is refused.
+    let late = backend
+        .submit(new.clone())
+        .await
+        .expect_err("the id is taken");
+    assert!(matches!(late, BackendError::Corrupt(_)), "{late}");
+    assert!(!exists(&mut redis, &task_key).await);
+}
+
+/// Sends a submission through `backend` that reaches Redis a second late, well after its
+/// server stopped waiting (on its response timeout, or with `drop_early` because the caller
+/// dropped the call first); returns it once Redis has stored its task.
+async fn lose_an_answer(
+    backend: &RedisBackend,
+    proxy: &FaultProxy,
+    redis: &mut redis::aio::MultiplexedConnection,
+    prefix: &str,
+    drop_early: bool,
+) -> NewTask {
     // Redis has the submit script once one submission went through: the late one then runs
     // at once instead of failing with NOSCRIPT (whose answer nobody waits for any more). The
     // first task is cancelled: it neither runs nor counts as queued.
@@ -443,62 +509,51 @@ async fn lost_answer_is_undone(queue: &str, drop_early: bool) {
     proxy.delay(Duration::ZERO);
     let key = format!("{prefix}:t:{}", new.id);
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !exists(&mut redis, &key).await {
+    while !exists(redis, &key).await {
         assert!(
             Instant::now() < deadline,
             "the late submission never arrived"
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    // Its task waits for a release that never comes; sweeps (as every server runs them)
-    // until well past the release deadline never let it run.
-    let stored = redis_now_ms(&mut redis).await;
-    let past = stored + 2 * u64::try_from(LEASE.as_millis()).expect("ms");
-    let worker = WorkerId::new();
-    while redis_now_ms(&mut redis).await < past {
-        if let Err(error) = backend.expire().await {
-            note(&error);
-        }
-        if let Ok(runs) = backend.claim(&worker, 1, Duration::from_millis(50)).await {
-            assert!(
-                runs.is_empty(),
-                "a submission whose client was told it failed ran"
-            );
-        }
-    }
-    assert!(!exists(&mut redis, &key).await, "the task is still stored");
-    assert_eq!(backend.get(&new.owner, &new.id).await.expect("get"), None);
-    let stats = backend.stats().await.expect("stats").expect("counts");
-    assert_eq!((stats.queued, stats.waiting), (0, 0), "{stats:?}");
+    new
 }
 
 #[tokio::test]
-async fn r16_an_undone_submission_that_never_arrived_keeps_its_id_taken() {
-    let (backend, proxy, mut redis, prefix) = behind_a_proxy("never-arrived").await;
-    let new = task(1);
-    proxy.blackhole();
-    let error = backend
-        .submit(new.clone())
+async fn r16_a_lost_submission_another_server_released_is_undone_until_claimed() {
+    let (backend, proxy, mut redis, prefix, url) = behind_a_proxy("released-elsewhere").await;
+    let other = connect(&url).await;
+    let new = lose_an_answer(&backend, &proxy, &mut redis, &prefix, false).await;
+    // Another server's claim meets it held and parks it; once the hold has passed, that
+    // server's sweep releases it (its submitter's undo has not run yet).
+    let worker = WorkerId::new();
+    assert!(claim_now(&other, &worker).await.is_empty(), "it ran held");
+    let hold: f64 = redis::cmd("ZSCORE")
+        .arg(format!("{prefix}:s"))
+        .arg(&new.id)
+        .query_async(&mut redis)
         .await
-        .expect_err("no answer from a partitioned Redis");
-    assert!(matches!(error, BackendError::Unavailable(_)), "{error}");
-    // The partition lost the submission; the next sweep that reaches Redis undoes it.
-    proxy.restore();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while let Err(error) = backend.expire().await {
-        assert!(Instant::now() < deadline, "Redis never came back: {error}");
+        .expect("parked until its hold's deadline");
+    while (redis_now_ms(&mut redis).await as f64) <= hold {
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let task_key = format!("{prefix}:t:{}", new.id);
-    assert!(!exists(&mut redis, &task_key).await);
-    assert!(
-        exists(&mut redis, &format!("{prefix}:d:{}", new.id)).await,
-        "the undone id is not taken"
-    );
-    // Should the submission still arrive, it is refused.
-    let late = backend
-        .submit(new.clone())
+    other.expire().await.expect("the other server's sweep");
+    let queued: Option<f64> = redis::cmd("ZSCORE")
+        .arg(format!("{prefix}:r"))
+        .arg(&new.id)
+        .query_async(&mut redis)
         .await
-        .expect_err("the id is taken");
-    assert!(matches!(late, BackendError::Corrupt(_)), "{late}");
-    assert!(!exists(&mut redis, &task_key).await);
+        .expect("ZSCORE");
+    assert!(queued.is_some(), "the sweep released it");
+    // Its submitter's sweep undoes it before any worker claims it.
+    backend.expire().await.expect("the submitter's sweep");
+    assert!(!exists(&mut redis, &format!("{prefix}:t:{}", new.id)).await);
+    assert!(
+        other
+            .claim(&worker, 1, Duration::from_millis(50))
+            .await
+            .expect("claim")
+            .is_empty(),
+        "a submission whose client was told it failed ran"
+    );
 }

@@ -524,7 +524,7 @@ impl RedisBackend {
                     Some(1 | 2) => {}
                     Some(0) => tracing::warn!(
                         task = %id,
-                        "a submission whose answer was lost was released before it could be undone; it runs"
+                        "a submission whose answer was lost was released and claimed before it could be undone; it runs"
                     ),
                     _ => continue,
                 }
