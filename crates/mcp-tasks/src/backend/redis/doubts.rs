@@ -2,8 +2,10 @@
 //! connection broke, the caller stopped waiting) may or may not have stored its task, and
 //! its client was told it failed. Each is remembered here until the sweep
 //! ([`TaskBackend::expire`](super::TaskBackend::expire)) undoes it with `lua/discard.lua`:
-//! a task still waiting for its release is deleted, and an id no task holds is taken for a
-//! while, so the submission cannot arrive late and run work nobody is waiting for.
+//! a task that never ran is deleted, and an id no task holds is taken for a while, so the
+//! submission cannot arrive late and run work nobody is waiting for. Doubts live in this
+//! process only: a server that dies before its sweep undoes them leaves their tasks to the
+//! hold's fallback, which runs them.
 
 use std::{
     collections::HashMap,
@@ -13,9 +15,10 @@ use std::{
 
 use tokio::{sync::Notify, time::Instant};
 
-/// How many submissions in doubt one backend remembers at most. Past that, new
-/// submissions are refused before they are sent (Redis has not answered thousands of
-/// them: it is unreachable), so none is ever sent without a way to undo it.
+/// How many submissions in doubt one backend remembers before it refuses new ones (plus
+/// those already on their way, which the in-flight limits bound). Past that, submissions
+/// are refused before they are sent (Redis has not answered thousands of them: it is
+/// unreachable), so none is ever sent without a way to undo it.
 pub(super) const MAX_DOUBTS: usize = 65_536;
 
 /// How long a submission in doubt is tried to be undone when its task has no TTL (one
