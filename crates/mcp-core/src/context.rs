@@ -9,7 +9,7 @@ use ferrymcp_types::{InputResponses, JsonObject, ProtocolVersion, RequestId, met
 use rmcp::{RoleServer, model::Extensions, service::Peer};
 use tokio_util::sync::CancellationToken;
 
-use crate::{Server, auth::Principal};
+use crate::{Server, auth::Principal, relay::ResultRelay};
 
 /// The protocol era of a request.
 ///
@@ -77,6 +77,8 @@ pub struct RequestScope {
     progress_sink: ProgressSlot,
     after_response: AfterResponse,
     elicitations: ElicitationCounter,
+    /// Set where the transport can send a relayed result (see [`crate::relay`]).
+    relay: Option<ResultRelay>,
 }
 
 /// How many automatic elicitations this run of the handler has made (their keys). Each
@@ -162,6 +164,20 @@ impl RequestScope {
         )
     }
 
+    /// The scope with a way for its first tool's result to reach the client as JSON.
+    pub(crate) fn with_relay(mut self, relay: ResultRelay) -> Self {
+        self.relay = Some(relay);
+        self
+    }
+
+    /// Something between the client and the tool may see or change its result: the
+    /// request's result is written by the transport, never relayed.
+    pub(crate) fn close_relay(&self) {
+        if let Some(relay) = &self.relay {
+            relay.close();
+        }
+    }
+
     /// The scope of a request that arrived from a client, every other field empty. Built
     /// field by field: `..Self::default()` would allocate a token, two `Arc`s and a counter
     /// only to drop them, on every request.
@@ -188,6 +204,7 @@ impl RequestScope {
             progress_sink: ProgressSlot(None),
             after_response: AfterResponse::default(),
             elicitations: ElicitationCounter::default(),
+            relay: None,
         }
     }
 
@@ -575,6 +592,8 @@ impl RequestScope {
 pub struct Context {
     server: Server,
     scope: Arc<RequestScope>,
+    /// The way to the client, for the request's first tool only (see [`crate::relay`]).
+    relay: Option<ResultRelay>,
 }
 
 impl Context {
@@ -594,6 +613,7 @@ impl Context {
         Self {
             server,
             scope: Arc::new(scope),
+            relay: None,
         }
     }
 
@@ -677,6 +697,32 @@ impl Context {
         Arc::clone(&self.scope)
     }
 
+    /// The way for this tool's result to reach the client as JSON, unread and unwritten by
+    /// anything on the way (see [`ResultRelay`]); `None` for most calls: those a middleware
+    /// or an extension could see the result of, those the transport answers through rmcp,
+    /// in-process calls, and every tool a tool calls.
+    ///
+    /// ```
+    /// let cx = ferrymcp_core::Context::new(ferrymcp_core::Server::new("s"), Default::default());
+    /// assert!(cx.result_relay().is_none());
+    /// ```
+    pub fn result_relay(&self) -> Option<&ResultRelay> {
+        self.relay.as_ref()
+    }
+
+    /// This context for the tool about to run, with the request's way to the client if it
+    /// is open and this is the request's first tool.
+    pub(crate) fn for_tool(mut self) -> Self {
+        // A background run answers no request: its result is the task's.
+        if let Some(relay) = &self.scope.relay
+            && self.scope.background_run.is_none()
+            && relay.take()
+        {
+            self.relay = Some(relay.clone());
+        }
+        self
+    }
+
     /// The same request, seen from `server` (a mounted child).
     ///
     /// ```
@@ -687,6 +733,7 @@ impl Context {
         Context {
             server: server.clone(),
             scope: Arc::clone(&self.scope),
+            relay: None,
         }
     }
 

@@ -86,6 +86,28 @@ pub trait Extension: Send + Sync + 'static {
         ))
     }
 
+    /// Whether [`intercept_call_tool`](Self::intercept_call_tool) gives back every complete
+    /// tool result (`CallToolResponse::Complete`) exactly as `next` returned it. With `true`
+    /// on every extension on the way, a tool may hand its result to the client as JSON,
+    /// unread ([`ResultRelay`](crate::ResultRelay)); the default, `false`, is always safe.
+    ///
+    /// ```
+    /// use ferrymcp_core::Extension;
+    ///
+    /// struct Audit;
+    ///
+    /// #[async_trait::async_trait]
+    /// impl Extension for Audit {
+    ///     fn id(&self) -> &str { "com.example/audit" }
+    ///     // Only logs the calls it lets through: results pass untouched.
+    ///     fn leaves_results_unchanged(&self) -> bool { true }
+    /// }
+    /// assert!(Audit.leaves_results_unchanged());
+    /// ```
+    fn leaves_results_unchanged(&self) -> bool {
+        false
+    }
+
     /// Wraps `tools/call` at the registering server; call `next` to continue, or return
     /// without calling it to short-circuit.
     async fn intercept_call_tool(

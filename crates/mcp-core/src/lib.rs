@@ -57,6 +57,7 @@ pub mod mount;
 pub mod output;
 pub mod prompt;
 mod registry;
+mod relay;
 mod request_state;
 pub mod resource;
 mod schema;
@@ -93,6 +94,7 @@ pub use output::{
     OutputSchema,
 };
 pub use prompt::{IntoPromptResult, PromptDef, PromptInfo};
+pub use relay::ResultRelay;
 pub use resource::{IntoResourceContents, ResourceDef, ResourceInfo, TemplateInfo};
 pub use server::{
     ListKind, MAX_RESOURCE_SUBSCRIPTIONS, PromptGet, ResourceRead, RunningServer, Server, ToolCall,

@@ -546,6 +546,11 @@ impl Extension for TasksExtension {
         crate::push::subscribe(self.engine(), &cx, requested).await
     }
 
+    /// A call it does not make a task of goes on unchanged; one it does runs no tool.
+    fn leaves_results_unchanged(&self) -> bool {
+        true
+    }
+
     async fn intercept_call_tool(
         &self,
         call: CallTool,

@@ -324,6 +324,8 @@ impl Server {
         if chain.is_empty() {
             return Box::pin(self.call_endpoint(call));
         }
+        // A middleware may read or change the result: it must get the one the tool returns.
+        call.cx.scope().close_relay();
         Box::pin(async move {
             match run_chain(self, &chain, Message::CallTool(call)).await? {
                 Reply::CallTool(reply) => Ok(reply),
@@ -345,6 +347,12 @@ impl Server {
         if extensions.is_empty() {
             self.call_resolved(call).await
         } else {
+            if !extensions
+                .iter()
+                .all(|extension| extension.leaves_results_unchanged())
+            {
+                call.cx.scope().close_relay();
+            }
             ToolCallNext {
                 server: self,
                 extensions: &extensions,
@@ -412,6 +420,7 @@ impl Server {
                 .or_else(|| cx.root().call_timeout())
         };
         let cancellation = cx.cancellation().clone();
+        let cx = cx.for_tool();
         let run = guarded(|| tool.invoke.invoke(cx, parts, tool.wrapped));
         let outcome = match limit {
             None => run.await,

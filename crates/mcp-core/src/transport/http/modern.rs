@@ -31,7 +31,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::{connection::InFlightSlot, probe::Probe};
-use crate::{McpService, RequestScope};
+use crate::{McpService, RequestScope, ResultRelay};
 
 const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
@@ -141,9 +141,16 @@ impl Modern {
             tasks,
         } = call;
         let cancellation = CancellationToken::new();
-        let scope = RequestScope::from_http(id.clone(), meta, parts, cancellation.clone());
+        let relay = ResultRelay::open();
+        let scope = RequestScope::from_http(id.clone(), meta, parts, cancellation.clone())
+            .with_relay(relay.clone());
         let run = Box::pin(async move {
-            match self.service.call_tool_in(params, scope).await {
+            let answer = self.service.call_tool_in(params, scope).await;
+            // The tool handed its result over as JSON; what it returned stood in for it.
+            if let (Ok(CallToolResponse::Complete(_)), Some(result)) = (&answer, relay.relayed()) {
+                return Answer::Relayed(relayed_body(&id, result));
+            }
+            let message = match answer {
                 // A client that did not declare the tasks extension cannot read a task
                 // handle.
                 Ok(CallToolResponse::Task(_)) if !tasks => ServerJsonRpcMessage::error(
@@ -158,7 +165,8 @@ impl Modern {
                     ServerJsonRpcMessage::response(result, id)
                 }
                 Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
-            }
+            };
+            Answer::Message(message)
         });
         let message = FinishOnDrop {
             run: Some(run),
@@ -166,11 +174,32 @@ impl Modern {
             in_flight,
         }
         .await;
-        json_answer(&message)
+        match message {
+            Answer::Message(message) => json_answer(&message),
+            Answer::Relayed(body) => {
+                let mut response = Response::new(axum::body::Body::from(body));
+                response.headers_mut().insert(
+                    http::header::CONTENT_TYPE,
+                    http::HeaderValue::from_static("application/json"),
+                );
+                response
+            }
+        }
     }
 }
 
-type Run = Pin<Box<dyn Future<Output = ServerJsonRpcMessage> + Send>>;
+/// A call's JSON-RPC answer: a message to write, or the JSON of one around a relayed
+/// result.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "moved once per call; boxing the message would allocate on every call"
+)]
+enum Answer {
+    Message(ServerJsonRpcMessage),
+    Relayed(Vec<u8>),
+}
+
+type Run = Pin<Box<dyn Future<Output = Answer> + Send>>;
 
 /// Polls a call in the request's own task; if the request is dropped first (the client
 /// hung up), cancels the call's token and lets the call finish on a task of its own, as a
@@ -183,7 +212,7 @@ struct FinishOnDrop {
 }
 
 impl Future for FinishOnDrop {
-    type Output = ServerJsonRpcMessage;
+    type Output = Answer;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Self::Output> {
         let Some(run) = self.run.as_mut() else {
@@ -314,6 +343,21 @@ fn declares_param_headers(schema: &JsonObject) -> bool {
         })
     }
     any(schema.get("properties"))
+}
+
+/// The JSON-RPC answer to `id` around `result`, a result a tool relayed, as it came.
+fn relayed_body(id: &RequestId, result: &serde_json::value::RawValue) -> Vec<u8> {
+    let result = result.get();
+    let mut body = Vec::with_capacity(result.len() + 64);
+    body.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    // A request id is a number or a string, which always serializes.
+    if serde_json::to_writer(&mut body, id).is_err() {
+        body.extend_from_slice(b"null");
+    }
+    body.extend_from_slice(br#","result":"#);
+    body.extend_from_slice(result.as_bytes());
+    body.push(b'}');
+    body
 }
 
 /// The HTTP answer for a JSON-RPC answer, with the status a 2026-07-28 client reads first.
