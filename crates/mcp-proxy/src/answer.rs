@@ -10,13 +10,17 @@
 
 use std::borrow::Cow;
 
+use ferrymcp_core::ResultRelay;
 use ferrymcp_types::{
     CallToolResult, ErrorData, GetPromptResult, ReadResourceResult, RequestId, ServerResult,
 };
 use rmcp::model::{
     ContentBlock, CreateTaskResult, GetTaskResult, InputRequiredResult, MetaObject, ResultType,
 };
-use serde::{Deserialize, de::DeserializeOwned};
+use serde::{
+    Deserialize,
+    de::{DeserializeOwned, SeqAccess, Visitor},
+};
 use serde_json::value::RawValue;
 
 /// A server message as the proxy reads it: which request it answers, and how.
@@ -49,7 +53,15 @@ pub(crate) enum Reading {
 
 /// Reads `message`, the JSON of one server message, as an answer to the `method` request
 /// `id`; `Err` says why it is no JSON-RPC message or its result no result of `method`.
-pub(crate) fn read(message: &[u8], id: &RequestId, method: &str) -> Result<Reading, String> {
+///
+/// With `relay`, a plain complete `tools/call` result (see [`relayable`]) is not read: its
+/// JSON goes to the relay as it came, and the answer is the relay's stand-in.
+pub(crate) fn read(
+    message: &[u8],
+    id: &RequestId,
+    method: &str,
+    relay: Option<&ResultRelay>,
+) -> Result<Reading, String> {
     let envelope: Envelope<'_> =
         serde_json::from_slice(message).map_err(|e| format!("not a JSON-RPC message: {e}"))?;
     if envelope.jsonrpc != "2.0" {
@@ -62,9 +74,18 @@ pub(crate) fn read(message: &[u8], id: &RequestId, method: &str) -> Result<Readi
         return Ok(Reading::Other);
     }
     match (envelope.result, envelope.error) {
-        (Some(result), None) if envelope.id.as_ref() == Some(id) => result_of(method, result)
-            .map(|result| Reading::Answer(Ok(result)))
-            .map_err(|e| format!("the result of {method}: {e}")),
+        (Some(result), None) if envelope.id.as_ref() == Some(id) => {
+            if let Some(relay) = relay
+                && method == "tools/call"
+                && let Some(is_error) = relayable(result)
+            {
+                let stand_in = relay.relay(result.to_owned(), is_error);
+                return Ok(Reading::Answer(Ok(ServerResult::CallToolResult(stand_in))));
+            }
+            result_of(method, result)
+                .map(|result| Reading::Answer(Ok(result)))
+                .map_err(|e| format!("the result of {method}: {e}"))
+        }
         // An error without an id answers the request whose POST it came on.
         (None, Some(error)) if envelope.id.as_ref().is_none_or(|e| e == id) => {
             Ok(Reading::Answer(Err(error)))
@@ -120,11 +141,6 @@ fn plain_call_result(raw: &RawValue) -> Option<CallToolResult> {
         _kind: TextKind,
         text: String,
     }
-    #[derive(Deserialize)]
-    enum TextKind {
-        #[serde(rename = "text")]
-        Text,
-    }
     fn present<'de, D: serde::Deserializer<'de>>(
         deserializer: D,
     ) -> Result<Option<serde_json::Value>, D::Error> {
@@ -154,6 +170,107 @@ fn plain_call_result(raw: &RawValue) -> Option<CallToolResult> {
     Some(result)
 }
 
+/// Whether `raw` is a complete `tools/call` result a client can be sent as it is, and then
+/// its `isError`: a `resultType` of `complete` (the 2026-07-28 schema requires it, and a
+/// result read and written again gets it), a `content` array of text blocks (`type` and
+/// `text` only), and at most a `structuredContent` object, a boolean `isError` and a `_meta`
+/// object besides. That is the plain result [`plain_call_result`] reads, as the schema has
+/// it; anything else (a `null` member, another block, a missing `resultType`) is read, and
+/// written again, as rmcp reads it. Checked in one pass that copies nothing.
+fn relayable(raw: &RawValue) -> Option<bool> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    struct Shape<'a> {
+        #[serde(rename = "resultType")]
+        _result_type: Complete,
+        #[serde(rename = "content")]
+        _content: TextBlocks,
+        #[serde(default, borrow, deserialize_with = "present")]
+        structured_content: Option<&'a RawValue>,
+        #[serde(default, borrow, deserialize_with = "present")]
+        is_error: Option<&'a RawValue>,
+        #[serde(rename = "_meta", default, borrow, deserialize_with = "present")]
+        meta: Option<&'a RawValue>,
+    }
+    /// `"complete"`, and nothing else.
+    #[derive(Deserialize)]
+    enum Complete {
+        #[serde(rename = "complete")]
+        Complete,
+    }
+    /// Any JSON, `null` included: a member that is present is `Some`.
+    fn present<'de, D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<&'de RawValue>, D::Error> {
+        <&RawValue>::deserialize(deserializer).map(Some)
+    }
+    let is_object = |value: Option<&RawValue>| value.is_none_or(|v| v.get().starts_with('{'));
+
+    let shape: Shape<'_> = serde_json::from_str(raw.get()).ok()?;
+    let is_error = match shape.is_error.map(RawValue::get) {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(_) => return None,
+    };
+    (is_object(shape.structured_content) && is_object(shape.meta)).then_some(is_error)
+}
+
+/// An array of text blocks, checked and not kept.
+struct TextBlocks;
+
+impl<'de> Deserialize<'de> for TextBlocks {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Blocks;
+        impl<'de> Visitor<'de> for Blocks {
+            type Value = TextBlocks;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an array of text blocks")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut blocks: A) -> Result<TextBlocks, A::Error> {
+                while blocks.next_element::<TextBlock>()?.is_some() {}
+                Ok(TextBlocks)
+            }
+        }
+        deserializer.deserialize_seq(Blocks)
+    }
+}
+
+/// `{"type": "text", "text": "…"}`, checked and not kept.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TextBlock {
+    #[serde(rename = "type")]
+    _kind: TextKind,
+    #[serde(rename = "text")]
+    _text: AnyString,
+}
+
+/// A block's `type`: only `text` is read here.
+#[derive(Deserialize)]
+enum TextKind {
+    #[serde(rename = "text")]
+    Text,
+}
+
+/// A JSON string, checked and not kept.
+struct AnyString;
+
+impl<'de> Deserialize<'de> for AnyString {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Str;
+        impl Visitor<'_> for Str {
+            type Value = AnyString;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<AnyString, E> {
+                Ok(AnyString)
+            }
+        }
+        deserializer.deserialize_str(Str)
+    }
+}
+
 /// `raw` as a `T`, wrapped by `variant`; `None` when it is no `T`.
 fn as_<T: DeserializeOwned>(
     raw: &RawValue,
@@ -168,7 +285,7 @@ mod tests {
 
     fn answer(json: serde_json::Value, method: &str) -> ServerResult {
         let bytes = serde_json::to_vec(&json).unwrap();
-        match read(&bytes, &RequestId::Number(7), method) {
+        match read(&bytes, &RequestId::Number(7), method, None) {
             Ok(Reading::Answer(Ok(result))) => result,
             other => panic!("not a result: {other:?}"),
         }
@@ -279,6 +396,7 @@ mod tests {
                 &serde_json::to_vec(&json).unwrap(),
                 &RequestId::Number(7),
                 "tools/call",
+                None,
             )
         };
         let error = read(
@@ -305,6 +423,55 @@ mod tests {
             serde_json::json!([1, 2]),
         ] {
             assert!(read(broken).is_err());
+        }
+    }
+
+    /// Plain complete results are relayed as they came, and only they, with the `isError`
+    /// rmcp reads; anything rmcp would read differently from the bytes, or the 2026-07-28
+    /// schema refuse, is read and written again.
+    #[test]
+    fn only_plain_complete_call_results_are_relayed() {
+        let relayed = [
+            r#"{"resultType":"complete","content":[{"type":"text","text":"5"}],"structuredContent":{"result":5},"isError":false}"#,
+            r#"{"content":[{"text":"caf\u00e9 \"q\"","type":"text"},{"type":"text","text":""}],"resultType":"complete"}"#,
+            r#"{"resultType":"complete","content":[],"isError":true,"_meta":{"k":[1,2]}}"#,
+            r#" { "resultType" : "complete" , "content" : [ ] , "structuredContent" : { } } "#,
+        ];
+        for json in relayed {
+            let raw: Box<RawValue> = serde_json::from_str(json).unwrap();
+            let theirs: CallToolResult = serde_json::from_str(json).unwrap();
+            assert_eq!(
+                relayable(&raw),
+                Some(theirs.is_error.unwrap_or(false)),
+                "{json}"
+            );
+        }
+        let read_again = [
+            // No resultType, or another one.
+            r#"{"content":[{"type":"text","text":"5"}]}"#,
+            r#"{"resultType":null,"content":[]}"#,
+            r#"{"resultType":"task","content":[]}"#,
+            // No content, or null where the schema wants a value.
+            r#"{"resultType":"complete"}"#,
+            r#"{"resultType":"complete","content":null}"#,
+            r#"{"resultType":"complete","content":[],"isError":null}"#,
+            r#"{"resultType":"complete","content":[],"isError":"true"}"#,
+            r#"{"resultType":"complete","content":[],"structuredContent":null}"#,
+            r#"{"resultType":"complete","content":[],"structuredContent":[1]}"#,
+            r#"{"resultType":"complete","content":[],"_meta":null}"#,
+            // Blocks other than plain text.
+            r#"{"resultType":"complete","content":[{"type":"text","text":"5","annotations":{"priority":1}}]}"#,
+            r#"{"resultType":"complete","content":[{"type":"text","text":"5","_meta":{}}]}"#,
+            r#"{"resultType":"complete","content":[{"type":"image","data":"AA==","mimeType":"image/png"}]}"#,
+            r#"{"resultType":"complete","content":[{"type":"text","text":5}]}"#,
+            r#"{"resultType":"complete","content":[{"type":"text"}]}"#,
+            // Members rmcp drops or reads twice.
+            r#"{"resultType":"complete","content":[],"extra":1}"#,
+            r#"{"resultType":"complete","content":[],"isError":false,"isError":true}"#,
+        ];
+        for json in read_again {
+            let raw: Box<RawValue> = serde_json::from_str(json).unwrap();
+            assert_eq!(relayable(&raw), None, "{json}");
         }
     }
 }

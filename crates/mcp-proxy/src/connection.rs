@@ -23,7 +23,7 @@ use std::{
 };
 
 use arc_swap::ArcSwapOption;
-use ferrymcp_core::{CancellationToken, Context, auth::BearerToken};
+use ferrymcp_core::{CancellationToken, Context, ResultRelay, auth::BearerToken};
 use ferrymcp_types::{
     CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, Implementation,
     JsonObject, ProtocolVersion, ServerResult, TASKS_EXTENSION_ID, ToolDescriptor, meta,
@@ -80,6 +80,12 @@ pub struct RequestOptions<'a> {
     /// The client's verified token, exchanged for the upstream's own token by
     /// [`UpstreamAuth::TokenExchange`]; never sent upstream as is.
     pub caller_token: Option<&'a BearerToken>,
+    /// Where a `tools/call` result may go to the client as the upstream wrote it (see
+    /// [`ResultRelay`](ferrymcp_core::ResultRelay)): a plain result read from a 2026-07-28
+    /// upstream over HTTP is then relayed, and the call answers with the stand-in. Set it
+    /// only to return that answer unchanged; [`from_context`](Self::from_context) leaves it
+    /// `None`.
+    pub relay: Option<&'a ResultRelay>,
 }
 
 impl<'a> RequestOptions<'a> {
@@ -103,6 +109,7 @@ impl<'a> RequestOptions<'a> {
             caller_token: extensions
                 .get::<BearerToken>()
                 .or_else(|| parts.and_then(|parts| parts.extensions.get::<BearerToken>())),
+            relay: None,
         }
     }
 
@@ -555,7 +562,7 @@ impl Upstream {
             let method = route.method();
             // Boxed once, here: inline, the post's kilobytes would be copied into the timeout,
             // the `select!` and every future that awaits this one.
-            let posted = Box::pin(poster.post(request, route, options.tasks_opt_in));
+            let posted = Box::pin(poster.post(request, route, options.tasks_opt_in, options.relay));
             let outcome = tokio::select! {
                 // The answer first: once it is in, the cancellation is not looked at again
                 // (each look locks the token's node).

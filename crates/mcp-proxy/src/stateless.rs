@@ -25,6 +25,7 @@ use std::{
 
 use base64::{Engine as _, prelude::BASE64_STANDARD};
 use bytes::Bytes;
+use ferrymcp_core::ResultRelay;
 use ferrymcp_types::{
     ClientCapabilities, ErrorData, Implementation, ProtocolVersion, ServerResult,
 };
@@ -207,6 +208,7 @@ impl Poster {
         mut request: ClientRequest,
         route: Route,
         tasks_opt_in: bool,
+        relay: Option<&ResultRelay>,
     ) -> Result<ServerResult, PostError> {
         let Route { method, name } = route;
         let forwarded = request.extensions_mut().remove::<ForwardedHeaders>();
@@ -246,7 +248,7 @@ impl Poster {
                 response = self.send(headers, body, Some(&fresh)).await?;
             }
         }
-        self.read(response, &id, method).await
+        self.read(response, &id, method, relay).await
     }
 
     /// The JSON of `request` with the id `id` and the session's `_meta` (the plain one, or
@@ -326,6 +328,7 @@ impl Poster {
         response: http::Response<AnswerBody>,
         id: &RequestId,
         method: &str,
+        relay: Option<&ResultRelay>,
     ) -> Result<ServerResult, PostError> {
         let status = response.status();
         let content_type = MediaType::of(response.headers());
@@ -340,7 +343,7 @@ impl Poster {
         match content_type {
             MediaType::Json => {
                 let body = self.body(response).await?;
-                match answer::read(&body, id, method) {
+                match answer::read(&body, id, method, relay) {
                     Ok(Reading::Answer(answer)) => answer.map_err(PostError::Upstream),
                     Ok(Reading::Other) => Err(PostError::Protocol(format!(
                         "the JSON body does not answer request {id}"
@@ -348,7 +351,7 @@ impl Poster {
                     Err(detail) => Err(PostError::Protocol(detail)),
                 }
             }
-            MediaType::EventStream => Box::pin(self.read_events(response, id, method)).await,
+            MediaType::EventStream => Box::pin(self.read_events(response, id, method, relay)).await,
             MediaType::Other(content_type) => Err(PostError::Protocol(format!(
                 "HTTP {status} with the content type {content_type:?}, neither JSON nor SSE"
             ))),
@@ -362,6 +365,7 @@ impl Poster {
         response: http::Response<AnswerBody>,
         id: &RequestId,
         method: &str,
+        relay: Option<&ResultRelay>,
     ) -> Result<ServerResult, PostError> {
         let body = response.into_body().into_data_stream();
         let mut events = event_stream::events(body, self.max_message);
@@ -379,7 +383,7 @@ impl Poster {
             };
             // Notifications about the call (progress, logs) are not forwarded, as on
             // the session.
-            match answer::read(data.as_bytes(), id, method) {
+            match answer::read(data.as_bytes(), id, method, relay) {
                 Ok(Reading::Answer(answer)) => return answer.map_err(PostError::Upstream),
                 Ok(Reading::Other) => {}
                 Err(detail) => {
@@ -455,7 +459,7 @@ impl Poster {
         if matches!(content_type, MediaType::Json) && !refused_token {
             match self.body(response).await {
                 Ok(body) => {
-                    if let Ok(Reading::Answer(Err(error))) = answer::read(&body, id, "") {
+                    if let Ok(Reading::Answer(Err(error))) = answer::read(&body, id, "", None) {
                         return PostError::Upstream(error);
                     }
                     quoted = body.to_vec();

@@ -408,6 +408,14 @@ impl Extension for ProxyTasks {
         true
     }
 
+    /// A call it does not pass through as a task goes on unchanged, or to the local tasks
+    /// extension.
+    fn leaves_results_unchanged(&self) -> bool {
+        self.local
+            .as_ref()
+            .is_none_or(|local| local.leaves_results_unchanged())
+    }
+
     /// Fills in the `Mcp-Name` header some clients leave out of `tasks/*` requests.
     fn prepare_http_request(&self, headers: &mut http::HeaderMap, body: &[u8]) {
         ferrymcp_tasks::http_headers::fill_missing_task_name(headers, body);

@@ -215,7 +215,9 @@ impl ToolHandler for ProxyTool {
         Box::pin(async move {
             match factory.0 {
                 Caller::Upstream(upstream) => {
-                    let options = RequestOptions::from_context(&cx);
+                    let mut options = RequestOptions::from_context(&cx);
+                    // The stand-in it answers with goes back unchanged.
+                    options.relay = cx.result_relay();
                     match upstream.call_tool(&name, arguments, options).await {
                         Ok(CallToolResponse::Complete(result)) => Ok(result),
                         Ok(other) => Err(not_a_result(upstream.name(), &other)),
