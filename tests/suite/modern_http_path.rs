@@ -5,7 +5,10 @@
 //! media type and JSON body, ids of new tasks and sealed states aside. A client that goes
 //! away cancels the call on our path as on rmcp's.
 
-use crate::common;
+use crate::{
+    common,
+    support::modern::{answered, post},
+};
 
 use std::time::Duration;
 
@@ -38,28 +41,6 @@ fn call(id: Value, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
 }
 
-/// Posts `body` as a conforming client does; `via_rmcp` weighs the `Accept` entries, which
-/// sends the request on to rmcp's service.
-async fn post(url: &str, name: &str, body: &Value, via_rmcp: bool) -> reqwest::Response {
-    let accept = if via_rmcp {
-        "application/json, text/event-stream;q=1"
-    } else {
-        "application/json, text/event-stream"
-    };
-    let request = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", accept)
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", name)
-        .body(body.to_string());
-    tokio::time::timeout(BOUND, request.send())
-        .await
-        .expect("answered in time")
-        .expect("POST")
-}
-
 /// Values that differ between two runs of the same call (a new task's id and times, a
 /// freshly sealed state) replaced by a marker.
 fn steady(mut value: Value) -> Value {
@@ -87,14 +68,7 @@ fn steady(mut value: Value) -> Value {
 
 /// Status, media type and (steadied) body of an answer.
 async fn seen(response: reqwest::Response) -> (u16, String, Value) {
-    let status = response.status().as_u16();
-    let media = response
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
-    let text = response.text().await.expect("a body");
+    let (status, media, text) = answered(response).await;
     let body = serde_json::from_str(&text).unwrap_or_else(|e| panic!("JSON ({e}): {text}"));
     (status, media, steady(body))
 }

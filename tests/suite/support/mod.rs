@@ -1,6 +1,7 @@
-//! Fixtures more than one suite shares: the proxy's upstreams, the SEP-2663 tool set, and the
-//! mount tree of the resolution suites.
+//! Fixtures more than one suite shares: the proxy's upstreams, the SEP-2663 tool set, the
+//! mount tree of the resolution suites, and a 2026-07-28 call posted over HTTP.
 
+pub mod modern;
 pub mod proxy;
 pub mod tasks;
 pub mod tree;
