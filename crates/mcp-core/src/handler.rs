@@ -232,6 +232,60 @@ pub trait ToolHandler: Send + Sync + 'static {
         cx: Context,
         arguments: JsonObject,
     ) -> BoxFuture<'static, Result<CallToolResult, ToolError>>;
+
+    /// Runs the tool and answers with its result or with an input round: a
+    /// [`CallToolResponse::InputRequired`] whose `inputRequests` the client answers (on a
+    /// 2025-11-25 connection the framework asks the client itself) before the tool runs
+    /// again, with the answers in [`Context::input_responses`] and the round's
+    /// `requestState` in [`Context::request_state`]. The framework seals that state before
+    /// it leaves the server, as for any tool. A task handle is not an answer a tool gives
+    /// here; the tasks extension makes those.
+    ///
+    /// The default runs [`call`](Self::call). Override it for a tool that may need input,
+    /// such as one relaying a remote tool that asks for it.
+    ///
+    /// ```
+    /// use ferrymcp_core::{BoxFuture, Context, InputRequired, ToolError, ToolHandler};
+    /// use ferrymcp_core::types::{CallToolResponse, CallToolResult, ContentBlock, JsonObject};
+    ///
+    /// /// Greets the user by the name it asks for.
+    /// struct Greet;
+    /// impl ToolHandler for Greet {
+    ///     fn call(&self, _cx: Context, _arguments: JsonObject)
+    ///         -> BoxFuture<'static, Result<CallToolResult, ToolError>> {
+    ///         Box::pin(async { Err(ToolError::new("greet needs the user's name")) })
+    ///     }
+    ///
+    ///     fn respond(&self, cx: Context, _arguments: JsonObject)
+    ///         -> BoxFuture<'static, Result<CallToolResponse, ToolError>> {
+    ///         let name = cx.input_responses().and_then(|answers| answers.get("name")).cloned();
+    ///         Box::pin(async move {
+    ///             if let Some(answer) = name {
+    ///                 let text = format!("Hello, {}!", answer["content"]["name"]);
+    ///                 return Ok(CallToolResponse::Complete(CallToolResult::success(vec![
+    ///                     ContentBlock::text(text),
+    ///                 ])));
+    ///             }
+    ///             let ask = serde_json::from_value(serde_json::json!({
+    ///                 "method": "elicitation/create",
+    ///                 "params": {"mode": "form", "message": "Your name?", "requestedSchema":
+    ///                     {"type": "object", "properties": {"name": {"type": "string"}}}}
+    ///             }))
+    ///             .map_err(ToolError::internal)?;
+    ///             let round = InputRequired::new().request("name", ask);
+    ///             Ok(CallToolResponse::InputRequired(round.into()))
+    ///         })
+    ///     }
+    /// }
+    /// ```
+    fn respond(
+        &self,
+        cx: Context,
+        arguments: JsonObject,
+    ) -> BoxFuture<'static, Result<CallToolResponse, ToolError>> {
+        let future = self.call(cx, arguments);
+        Box::pin(async move { future.await.map(CallToolResponse::Complete) })
+    }
 }
 
 /// The type-erased form every registered tool is stored as.
@@ -284,8 +338,7 @@ impl Invoke for DynInvoke {
         parts: CallParts,
         _wrapped: bool,
     ) -> BoxFuture<'static, Result<CallToolResponse, ToolError>> {
-        let future = self.0.call(cx, parts.arguments);
-        Box::pin(async move { future.await.map(CallToolResponse::Complete) })
+        self.0.respond(cx, parts.arguments)
     }
 
     /// A dynamic tool's schema is checked where it runs (a proxied tool: upstream).
