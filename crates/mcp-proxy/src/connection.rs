@@ -462,6 +462,27 @@ impl Upstream {
         options: RequestOptions<'a>,
     ) -> impl Future<Output = Result<CallToolResponse, ProxyError>> + Send + 'a {
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+        self.call_tool_with(params, options)
+    }
+
+    /// Calls an upstream tool with the request's `params` as given: with
+    /// `inputResponses` and `requestState`, this is the retry of a call the upstream
+    /// answered with an input round. Otherwise as [`call_tool`](Self::call_tool).
+    ///
+    /// ```no_run
+    /// # async fn run(u: ferrymcp_proxy::Upstream) -> Result<(), ferrymcp_proxy::ProxyError> {
+    /// use rmcp::model::CallToolRequestParams;
+    /// let mut params = CallToolRequestParams::new("ask_name");
+    /// params.input_responses = Some([("name".to_owned(), serde_json::json!({"action": "decline"}))].into());
+    /// params.request_state = Some("the upstream's state, as it sent it".to_owned());
+    /// let reply = u.call_tool_with(params, ferrymcp_proxy::RequestOptions::default()).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn call_tool_with<'a>(
+        &'a self,
+        params: CallToolRequestParams,
+        options: RequestOptions<'a>,
+    ) -> impl Future<Output = Result<CallToolResponse, ProxyError>> + Send + 'a {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         self.request(request, options)
             .map(move |answer| match answer? {

@@ -210,16 +210,46 @@ impl ToolHandler for ProxyTool {
         cx: Context,
         arguments: JsonObject,
     ) -> BoxFuture<'static, Result<CallToolResult, ToolError>> {
+        let reply = self.respond(cx, arguments);
+        let factory = self.factory.clone();
+        Box::pin(async move {
+            match reply.await? {
+                CallToolResponse::Complete(result) => Ok(result),
+                other => {
+                    let upstream = match &factory.0 {
+                        Caller::Upstream(upstream) => upstream.name(),
+                        Caller::Factory(_) => "the upstream",
+                    };
+                    Err(not_a_result(upstream, &other))
+                }
+            }
+        })
+    }
+
+    /// The upstream's result, or the input round it asked for: the framework hands that to
+    /// the client (or, for a 2025-11-25 client, asks it itself) and the retry carries the
+    /// client's answers and the upstream's `requestState` back to it.
+    fn respond(
+        &self,
+        cx: Context,
+        arguments: JsonObject,
+    ) -> BoxFuture<'static, Result<CallToolResponse, ToolError>> {
         let factory = self.factory.clone();
         let name = self.descriptor.tool.name.to_string();
         Box::pin(async move {
             match factory.0 {
                 Caller::Upstream(upstream) => {
+                    let mut params = CallToolRequestParams::new(name).with_arguments(arguments);
+                    params.input_responses = cx.input_responses().cloned();
+                    params.request_state = cx.request_state().map(str::to_owned);
                     let mut options = RequestOptions::from_context(&cx);
                     // The stand-in it answers with goes back unchanged.
                     options.relay = cx.result_relay();
-                    match upstream.call_tool(&name, arguments, options).await {
-                        Ok(CallToolResponse::Complete(result)) => Ok(result),
+                    match upstream.call_tool_with(params, options).await {
+                        Ok(
+                            reply @ (CallToolResponse::Complete(_)
+                            | CallToolResponse::InputRequired(_)),
+                        ) => Ok(reply),
                         Ok(other) => Err(not_a_result(upstream.name(), &other)),
                         Err(error) => Err(ToolError::protocol(error.into_error_data())),
                     }
@@ -230,6 +260,7 @@ impl ToolHandler for ProxyTool {
                     // Boxed, so that this branch does not size the managed upstream's future.
                     Box::pin(peer.call_tool(params))
                         .await
+                        .map(CallToolResponse::Complete)
                         .map_err(|error| match error {
                             rmcp::ServiceError::McpError(error) => ToolError::protocol(error),
                             other => ToolError::internal(other),
