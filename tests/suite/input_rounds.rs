@@ -4,32 +4,22 @@
 
 use std::time::Duration;
 
+use crate::support::input::{self, Client, ask_name, text_of};
+
 use ferrymcp::{
     Context, InputRequired, Outcome, PromptDef, ResourceDef, Server, ToolCall, ToolDef,
     tasks::TasksExtension,
     types::{
         CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
-        InputRequest, InputResponses, ReadResourceRequestParams, ReadResourceResponse, TaskStatus,
+        InputResponses, ReadResourceRequestParams, ReadResourceResponse, TaskStatus,
     },
 };
 use ferrymcp_test_helpers::{
-    client::{Lifecycle, RecordingClient, connect_with},
+    client::{Lifecycle, RecordingClient},
     tasks::{TERMINAL, TaskClient},
 };
-use rmcp::{RoleClient, ServiceError, service::RunningService};
+use rmcp::ServiceError;
 use serde_json::{Value, json};
-
-fn ask() -> InputRequest {
-    serde_json::from_value(json!({
-        "method": "elicitation/create",
-        "params": {
-            "mode": "form",
-            "message": "Your name?",
-            "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
-        }
-    }))
-    .expect("a valid elicitation request")
-}
 
 /// The name from the answer to "name", if there is one.
 fn answered_name(cx: &Context) -> Option<String> {
@@ -56,7 +46,7 @@ async fn greet(cx: Context) -> Outcome<String> {
         }
         None => Outcome::InputRequired(
             InputRequired::new()
-                .request("name", ask())
+                .request("name", ask_name())
                 .with_state("round-1"),
         ),
     }
@@ -84,16 +74,6 @@ fn ada() -> InputResponses {
         json!({"action": "accept", "content": {"name": "Ada"}}),
     );
     responses
-}
-
-fn text_of(reply: CallToolResponse) -> String {
-    let CallToolResponse::Complete(result) = reply else {
-        panic!("expected a result, got {reply:?}")
-    };
-    result.structured_content.expect("structured")["result"]
-        .as_str()
-        .expect("text")
-        .to_owned()
 }
 
 #[tokio::test]
@@ -140,15 +120,8 @@ async fn the_same_tool_code_runs_an_input_round_synchronously_and_as_a_task() {
     running.stop().await;
 }
 
-type Client = RunningService<RoleClient, RecordingClient>;
-
 async fn connect(handler: RecordingClient, lifecycle: Lifecycle) -> Client {
-    let (client_end, server_end) = tokio::io::duplex(1 << 20);
-    let (read, write) = tokio::io::split(server_end);
-    tokio::spawn(server().serve_io(read, write));
-    connect_with(handler, client_end, lifecycle)
-        .await
-        .expect("connect")
+    input::connect(server(), handler, lifecycle).await
 }
 
 #[tokio::test]

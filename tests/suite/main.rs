@@ -39,6 +39,7 @@ mod prompts;
 mod proxy_demo;
 mod proxy_fastmcp;
 mod proxy_gateway;
+mod proxy_input_rounds;
 mod proxy_relay;
 mod redis_push;
 mod resource_subscriptions;

@@ -5,18 +5,20 @@
 //! an extension that may change results, rmcp's path and results the relay cannot pass as
 //! they are all get the result read and written again, as the schema has it.
 
-use crate::support::modern::{answered, post};
+use crate::support::{
+    modern::{answered, post},
+    proxy::serve,
+};
 
 use ferrymcp::{
-    CallTool, Context, Extension, HttpConfig, HttpServer, Next, Server, ToolCallNext, ToolDef,
-    ToolError,
+    CallTool, Context, Extension, Next, Server, ToolCallNext, ToolDef, ToolError,
     middleware::from_fn,
     types::{CallToolResponse, CallToolResult, ContentBlock, ErrorData},
 };
 use ferrymcp_proxy::{HttpTarget, ProxyServer, Upstream};
 use ferrymcp_test_helpers::schema::{Spec, assert_valid, assert_valid_call_tool_result};
 use serde_json::{Value, json, value::RawValue};
-use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::sync::DropGuard;
 
 /// A plain result whose bytes a reading and a writing would change: an escaped `é`, an
 /// exponent, a trailing zero, members out of order.
@@ -54,20 +56,6 @@ fn upstream() -> Server {
         server.add_tool(relaying(name, json)).expect(name);
     }
     server
-}
-
-/// Serves `server` on 127.0.0.1 until the guard drops; its endpoint's URL.
-async fn serve(server: Server) -> (String, DropGuard) {
-    let http = HttpServer::bind(server, "127.0.0.1:0", HttpConfig::new())
-        .await
-        .expect("bind");
-    let url = format!("http://{}/mcp", http.local_addr());
-    let stop = CancellationToken::new();
-    let stopped = stop.clone();
-    tokio::spawn(async move {
-        let _ = http.run_until(stopped.cancelled_owned()).await;
-    });
-    (url, stop.drop_guard())
 }
 
 /// The upstream, and a front mounting it as `up` after `configure` set the front up.

@@ -1,5 +1,6 @@
-//! Shared by the proxy suites (`proxy_demo.rs`, `proxy_gateway.rs`, `proxy_fastmcp.rs`):
-//! comparable call outcomes and task polling through an rmcp client.
+//! Shared by the proxy suites (`proxy_demo.rs`, `proxy_gateway.rs`, `proxy_fastmcp.rs`,
+//! `proxy_relay.rs`, `proxy_input_rounds.rs`): an upstream served over HTTP, comparable call
+//! outcomes and task polling through an rmcp client.
 
 // Each suite uses a subset.
 #![allow(dead_code)]
@@ -10,15 +11,31 @@ use ferrymcp::types::{
     CallToolRequestParams, CallToolResponse, CreateTaskResult, GetTaskParams, GetTaskResult,
     JsonObject, TaskStatus,
 };
+use ferrymcp::{HttpConfig, HttpServer, Server};
 use ferrymcp_test_helpers::client::TestClient;
 use rmcp::ServiceError;
 use serde_json::{Value, json};
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 /// Bounds every poll loop: a broken proxy fails the test instead of hanging it.
 pub const POLL_TIMEOUT: Duration = Duration::from_secs(20);
 /// The pause between two `tasks/get`s (the client has no event channel into the upstream's
 /// engine: polling is the protocol).
 pub const POLL_PAUSE: Duration = Duration::from_millis(10);
+
+/// Serves `server` on 127.0.0.1 until the guard drops; its endpoint's URL.
+pub async fn serve(server: Server) -> (String, DropGuard) {
+    let http = HttpServer::bind(server, "127.0.0.1:0", HttpConfig::new())
+        .await
+        .expect("bind");
+    let url = format!("http://{}/mcp", http.local_addr());
+    let stop = CancellationToken::new();
+    let stopped = stop.clone();
+    tokio::spawn(async move {
+        let _ = http.run_until(stopped.cancelled_owned()).await;
+    });
+    (url, stop.drop_guard())
+}
 
 pub fn args(value: Value) -> JsonObject {
     value.as_object().cloned().expect("an object")
