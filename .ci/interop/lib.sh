@@ -67,16 +67,25 @@ interop_venv() {
     "$PYTHON" -c 'import fastmcp, fastmcp_tasks; print("fastmcp", fastmcp.__version__)'
 }
 
-# interop_example NAME: builds examples/NAME.rs (with --all-features, as the test step
-# builds it) and sets EXAMPLE to the binary, wherever CARGO_TARGET_DIR puts it.
-interop_example() {
-    cargo build --workspace --all-features --example "$1"
-    local target
+# interop_build KIND NAME: builds the workspace's KIND (`example` or `bin`) NAME with
+# --all-features, as the test step builds it, and prints the path of what it built,
+# wherever CARGO_TARGET_DIR puts it.
+interop_build() {
+    cargo build --workspace --all-features "--$1" "$2" >&2
+    local target path
     target=$(cargo metadata --format-version 1 --no-deps |
         python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
-    EXAMPLE="$target/debug/examples/$1"
-    [[ -x "$EXAMPLE" ]] || interop_die "cargo built no $EXAMPLE"
+    path="$target/debug/$2"
+    [[ $1 == example ]] && path="$target/debug/examples/$2"
+    [[ -x "$path" ]] || interop_die "cargo built no $path"
+    echo "$path"
 }
+
+# interop_example NAME: builds examples/NAME.rs and sets EXAMPLE to the binary.
+interop_example() { EXAMPLE=$(interop_build example "$1"); }
+
+# interop_bin NAME: builds the workspace's binary NAME and sets BIN to it.
+interop_bin() { BIN=$(interop_build bin "$1"); }
 
 # interop_serve BINARY ARGS...: starts an ferrymcp example serving HTTP on a free port and
 # waits (at most 30 s) for the `listening on URL` line it prints on stderr. Sets SERVER_URL.

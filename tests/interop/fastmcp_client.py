@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """FastMCP's Python client (fastmcp 4.1 with fastmcp-tasks) against the ferrymcp demo server.
 
-    fastmcp_client.py DEMO_BINARY AUTH_ISSUER
+    fastmcp_client.py DEMO_BINARY AUTH_ISSUER GATEWAY_BINARY
 
-Drives the demo over stdio (the client spawns it) and over Streamable HTTP (this script
-spawns `DEMO_BINARY --http 127.0.0.1:0` and reads its URL from stderr): listing, plain
-calls, a task call the client resolves transparently, a raw task handle polled to
-completion, an input round inside a task, cancel, -32021 for `required_task` from a client
-that did not opt in to tasks, and a legacy (2025-11-25) connection. Then, against the demo
+Drives the demo over stdio (the client spawns it), over Streamable HTTP (this script
+spawns `DEMO_BINARY --http 127.0.0.1:0` and reads its URL from stderr), and through
+`GATEWAY_BINARY` (ferrymcp-gateway over HTTP, mounting that demo under the namespace
+`demo`: the same checks with the names the gateway gives, `demo_add`,
+`demo://demo/readme`): listing, plain calls, a task call the client resolves transparently,
+a raw task handle polled to completion, an input round inside a task, cancel, -32021 for
+`required_task` from a client that did not opt in to tasks, and a legacy (2025-11-25)
+connection. Then, against the demo
 with OAuth on (`--auth-issuer AUTH_ISSUER`, the local authorization server of
 .ci/auth-server that .ci/interop/fastmcp.sh starts): a static bearer token, no token (401),
 FastMCP's client-credentials provider discovering the authorization server from the demo's
@@ -23,6 +26,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 import urllib.error
@@ -72,6 +76,24 @@ def expect(condition, message):
         raise AssertionError(message)
 
 
+class Names:
+    """How the checks name the demo's tools, resources and prompts: as the demo does, or,
+    with a namespace, as a gateway mounting it under that namespace does (`demo_add`,
+    `demo://demo/readme`, `users://demo/child/{id}/profile`)."""
+
+    def __init__(self, namespace=None):
+        self.namespace = namespace
+
+    def __call__(self, name):
+        return f"{self.namespace}_{name}" if self.namespace else name
+
+    def uri(self, uri):
+        if not self.namespace:
+            return uri
+        scheme, rest = uri.split("://", 1)
+        return f"{scheme}://{self.namespace}/{rest}"
+
+
 def structured(result):
     """A tool result's value: `structuredContent.result` (the demo wraps scalars)."""
     content = result.structured_content or {}
@@ -91,55 +113,56 @@ async def wait_for(task, states):
         await asyncio.sleep(0.05)
 
 
-# ---- the checks: each takes a transport factory --------------------------------------------
+# ---- the checks: each takes a transport factory and the demo's names ---------------------
 
 
-async def listing(make):
+async def listing(make, n):
     async with client(make()) as c:
         tools = {t.name: t for t in await c.list_tools()}
-        want = {"add", "parent_tool", "sleep_task", "required_task", "ask_name",
-                "child_multiply", "child_echo"}
+        want = {n(name) for name in ("add", "parent_tool", "sleep_task", "required_task",
+                                     "ask_name", "child_multiply", "child_echo")}
         expect(want <= set(tools), f"tools: {sorted(tools)}")
-        expect(tools["add"].inputSchema["required"] == ["a", "b"], tools["add"].inputSchema)
+        add = tools[n("add")]
+        expect(add.inputSchema["required"] == ["a", "b"], add.inputSchema)
         resources = [str(r.uri) for r in await c.list_resources()]
-        expect("demo://readme" in resources, resources)
-        templates = [t.uriTemplate for t in await c.list_resource_templates()]
-        expect("users://child/{id}/profile" in templates, templates)
+        expect(n.uri("demo://readme") in resources, resources)
+        templates = [t.uri_template for t in await c.list_resource_templates()]
+        expect(n.uri("users://child/{id}/profile") in templates, templates)
         prompts = [p.name for p in await c.list_prompts()]
-        expect("child_greet" in prompts, prompts)
+        expect(n("child_greet") in prompts, prompts)
 
 
-async def plain_calls(make):
+async def plain_calls(make, n):
     async with client(make()) as c:
-        expect(structured(await c.call_tool("add", {"a": 2, "b": 3})) == 5, "add(2, 3)")
-        echoed = await c.call_tool("child_echo", {"message": "hi"})
+        expect(structured(await c.call_tool(n("add"), {"a": 2, "b": 3})) == 5, "add(2, 3)")
+        echoed = await c.call_tool(n("child_echo"), {"message": "hi"})
         expect(echoed.content[0].text == "hi", echoed)
-        readme = await c.read_resource("demo://readme")
+        readme = await c.read_resource(n.uri("demo://readme"))
         expect("ferrymcp demo" in readme[0].text, readme)
-        profile = await c.read_resource("users://child/7/profile")
+        profile = await c.read_resource(n.uri("users://child/7/profile"))
         expect('"id":7' in profile[0].text.replace(" ", ""), profile)
-        greeting = await c.get_prompt("child_greet", {"name": "Ada", "style": "formal"})
+        greeting = await c.get_prompt(n("child_greet"), {"name": "Ada", "style": "formal"})
         expect("formal greeting to Ada" in greeting.messages[0].content.text, greeting)
         try:
-            await c.call_tool("add", {"a": "x", "b": 1})
+            await c.call_tool(n("add"), {"a": "x", "b": 1})
             raise AssertionError("add with a non-integer must fail")
         except (ToolError, MCPError) as error:
             expect("a" in str(error), error)
 
 
-async def transparent_task(make):
+async def transparent_task(make, n):
     async with client(make()) as c:
         # parent_tool runs as a task for this opted-in client; call_tool polls it to the end.
-        result = await c.call_tool("parent_tool", {"value": 4})
+        result = await c.call_tool(n("parent_tool"), {"value": 4})
         expect(structured(result) == 40, result)
         # An input round inside a task, answered through the elicitation handler.
-        greeting = await c.call_tool("ask_name", {})
+        greeting = await c.call_tool(n("ask_name"), {})
         expect(greeting.content[0].text == "Hello, Ada!", greeting)
 
 
-async def raw_task_handle(make):
+async def raw_task_handle(make, n):
     async with client(make()) as c:
-        task = await call_tool_task(c, "child_multiply", {"a": 6, "b": 7})
+        task = await call_tool_task(c, n("child_multiply"), {"a": 6, "b": 7})
         expect(task.task_id, "a task id")
         final = await wait_for(task, {"completed"})
         expect(final.status == "completed", final)
@@ -147,34 +170,35 @@ async def raw_task_handle(make):
         expect(structured(result) == 42, result)
 
 
-async def cancel(make):
+async def cancel(make, n):
     async with client(make()) as c:
-        task = await call_tool_task(c, "sleep_task", {"seconds": 30})
+        task = await call_tool_task(c, n("sleep_task"), {"seconds": 30})
         await wait_for(task, {"working"})
         await task.cancel()
         final = await wait_for(task, TERMINAL)
         expect(final.status == "cancelled", final)
 
 
-async def required_task_without_opt_in(make):
+async def required_task_without_opt_in(make, n):
     async with client(make(), tasks=False) as c:
         try:
-            await c.call_tool("required_task", {"value": 1})
+            await c.call_tool(n("required_task"), {"value": 1})
             raise AssertionError("required_task answered a client that did not opt in")
         except MCPError as error:
             expect(error.error.code == -32021, error.error)
         # An optional task tool simply runs synchronously for this client.
-        expect(structured(await c.call_tool("parent_tool", {"value": 2})) == 20, "sync")
+        expect(structured(await c.call_tool(n("parent_tool"), {"value": 2})) == 20, "sync")
 
 
-async def legacy_connection(make):
+async def legacy_connection(make, n):
     async with client(make(), mode="legacy") as c:
         expect(c.protocol_version == "2025-11-25", c.protocol_version)
-        expect(structured(await c.call_tool("add", {"a": 40, "b": 2})) == 42, "add")
+        expect(structured(await c.call_tool(n("add"), {"a": 40, "b": 2})) == 42, "add")
         # No tasks on this era: a task-capable tool runs synchronously.
-        expect(structured(await c.call_tool("child_multiply", {"a": 3, "b": 4})) == 12, "mul")
+        expect(structured(await c.call_tool(n("child_multiply"), {"a": 3, "b": 4})) == 12,
+               "mul")
         # The input round becomes a real elicitation/create request.
-        greeting = await c.call_tool("ask_name", {})
+        greeting = await c.call_tool(n("ask_name"), {})
         expect(greeting.content[0].text == "Hello, Ada!", greeting)
 
 
@@ -273,9 +297,37 @@ def free_port():
         return s.getsockname()[1]
 
 
-class HttpDemo:
-    """The demo serving HTTP on a free port; its URL comes from its first stderr line.
-    With `issuer`, OAuth is on: the demo's audience is its own URL."""
+class HttpServer:
+    """A server serving HTTP that announces `listening on URL` on stderr, after at most a
+    few lines of its log (the demo's OAuth lines, the gateway's warnings)."""
+
+    def __init__(self, args):
+        self.process = subprocess.Popen(
+            args,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=DEMO_ENV,
+        )
+        seen = []
+        # readline blocks until the line arrives or the process exits (EOF): no polling.
+        line = self.process.stderr.readline()
+        while line and not line.startswith("listening on ") and len(seen) < 20:
+            seen.append(line)
+            line = self.process.stderr.readline()
+        if not line.startswith("listening on "):
+            self.process.kill()
+            raise RuntimeError(f"{args[0]} did not start: {seen + [line]!r}")
+        self.url = line.removeprefix("listening on ").strip()
+        # Keep draining stderr so the server never blocks on a full pipe.
+        self.drain = asyncio.get_running_loop().run_in_executor(
+            None, self.process.stderr.read)
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+class HttpDemo(HttpServer):
+    """The demo serving HTTP on a free port. With `issuer`, OAuth is on: the demo's audience
+    is its own URL."""
 
     def __init__(self, binary, issuer=None):
         args = [binary, "--http", "127.0.0.1:0"]
@@ -283,25 +335,23 @@ class HttpDemo:
             port = free_port()
             args = [binary, "--http", f"127.0.0.1:{port}", "--auth-issuer", issuer,
                     "--auth-audience", f"http://127.0.0.1:{port}/mcp"]
-        self.process = subprocess.Popen(
-            args,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=DEMO_ENV,
-        )
-        # readline blocks until the line arrives or the process exits (EOF): no polling.
-        line = self.process.stderr.readline()
-        while line.startswith("OAuth: "):
-            line = self.process.stderr.readline()
-        if not line.startswith("listening on "):
-            self.process.kill()
-            raise RuntimeError(f"the demo did not start: {line!r}")
-        self.url = line.removeprefix("listening on ").strip()
-        # Keep draining stderr so the demo never blocks on a full pipe.
-        self.drain = asyncio.get_running_loop().run_in_executor(
-            None, self.process.stderr.read)
+        super().__init__(args)
+
+
+class Gateway(HttpServer):
+    """ferrymcp-gateway serving HTTP on a free port, mounting the server at `upstream`
+    under the namespace `demo`."""
+
+    def __init__(self, binary, upstream):
+        self.config = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
+        self.config.write(f'name = "gateway"\n\n[[upstream]]\nnamespace = "demo"\n'
+                          f'url = "{upstream}"\n')
+        self.config.close()
+        super().__init__([binary, "--config", self.config.name, "--http", "127.0.0.1:0"])
 
     def stop(self):
-        self.process.terminate()
-        self.process.wait(timeout=10)
+        super().stop()
+        os.unlink(self.config.name)
 
 
 async def run_checks(transport, checks, *args):
@@ -325,25 +375,31 @@ async def run_auth(binary, issuer):
         await demo.drain
 
 
-async def run_all(binary, issuer):
+async def run_all(binary, issuer, gateway_binary):
     await run_auth(binary, issuer)
     http = HttpDemo(binary)
-    transports = {
-        "stdio": lambda: StdioTransport(binary, ["--stdio"], env=DEMO_ENV, keep_alive=False),
-        "http": lambda: StreamableHttpTransport(http.url),
-    }
+    gateway = None
     try:
-        for transport, make in transports.items():
-            await run_checks(transport, CHECKS, make)
+        gateway = Gateway(gateway_binary, http.url)
+        transports = {
+            "stdio": (lambda: StdioTransport(binary, ["--stdio"], env=DEMO_ENV,
+                                             keep_alive=False), Names()),
+            "http": (lambda: StreamableHttpTransport(http.url), Names()),
+            "gateway": (lambda: StreamableHttpTransport(gateway.url), Names("demo")),
+        }
+        for transport, (make, names) in transports.items():
+            await run_checks(transport, CHECKS, make, names)
     finally:
-        http.stop()
-        await http.drain
+        for server in (gateway, http):
+            if server is not None:
+                server.stop()
+                await server.drain
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) != 4:
         sys.exit(__doc__)
-    asyncio.run(run_all(sys.argv[1], sys.argv[2].rstrip("/")))
+    asyncio.run(run_all(sys.argv[1], sys.argv[2].rstrip("/"), sys.argv[3]))
     failed = sum(1 for _, _, error in RESULTS if error is not None)
     print(f"{len(RESULTS) - failed} passed, {failed} failed")
     sys.exit(1 if failed or not RESULTS else 0)
