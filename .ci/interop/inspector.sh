@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Smoke test with the MCP Inspector CLI (@modelcontextprotocol/inspector-cli, pinned in
-# package.json here): lists the demo's tools and calls `add` over stdio and over
-# Streamable HTTP, checking the answers; then, with OAuth on (the local authorization server
-# of .ci/auth-server), reaches the demo with a bearer token in `--header`. Builds the demo
-# first.
+# package.json here): lists the demo's tools and calls `add` over stdio, over Streamable
+# HTTP and through ferrymcp-gateway mounting the demo as `demo`, checking the answers; then,
+# with OAuth on (the local authorization server of .ci/auth-server), reaches the demo with a
+# bearer token in `--header`. Builds the demo and the gateway first.
 
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -13,6 +13,8 @@ cd "$INTEROP_ROOT"
 interop_npm
 interop_example demo
 DEMO="$EXAMPLE"
+interop_bin ferrymcp-gateway
+GATEWAY="$BIN"
 
 # inspector-cli 1.0.3 looks for its package.json at `../package.json` relative to the
 # working directory, then imports it relative to its own file: from node_modules/ both
@@ -45,6 +47,17 @@ for transport in stdio http; do
     check "$transport tools/call add" "$added" '"result": 5'
 done
 
+# Through the gateway, mounting the demo served above.
+config=$(mktemp --suffix .toml)
+printf 'name = "gateway"\n\n[[upstream]]\nnamespace = "demo"\nurl = "%s"\n' "$SERVER_URL" >"$config"
+interop_serve "$GATEWAY" --config "$config" --http 127.0.0.1:0
+rm -f "$config" # read at start
+gateway=("$SERVER_URL" --transport http)
+tools=$(inspector "${gateway[@]}" --method tools/list)
+check "gateway tools/list" "$tools" '"name": "demo_child_multiply"'
+added=$(inspector "${gateway[@]}" --method tools/call --tool-name demo_add --tool-arg a=2 b=3)
+check "gateway tools/call demo_add" "$added" '"result": 5'
+
 # OAuth: the demo's audience is its own URL, so its port is chosen first.
 interop_auth_server
 port=$(interop_free_port)
@@ -58,5 +71,5 @@ multiplied=$(inspector "${authed[@]}" --method tools/call --tool-name child_mult
 check "http+oauth tools/call child_multiply" "$multiplied" '"result": 42'
 refused=$(inspector "$SERVER_URL" --transport http --method tools/list 2>&1 || true)
 check "http+oauth without a token" "$refused" '401|[Uu]nauthorized'
-echo "$((7 - FAILED)) passed, $FAILED failed"
+echo "$((9 - FAILED)) passed, $FAILED failed"
 ((FAILED == 0))
