@@ -13,7 +13,9 @@
 #
 # With GATEWAY_BEFORE=PATH (another build of ferrymcp-gateway, e.g. one built at an older
 # commit and copied aside), that gateway runs beside the new one, on CPU 0 too, and its
-# path ("before") alternates with the others: a before/after of the hop in one run.
+# path ("before") alternates with the others: a before/after of the hop in one run. Build
+# it with the same profile (a commit before fat LTO needs CARGO_PROFILE_RELEASE_LTO=fat and
+# CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1) unless the profile is what is compared.
 #
 # Needs wrk and taskset. Not part of CI: it measures, it asserts nothing (a run with a
 # non-2xx answer or a socket error stops it). BENCHMARKS.md ("The gateway hop") has the

@@ -32,7 +32,9 @@ before_demo="${BEFORE_DEMO:-}"
 if [[ -z "$before_demo" ]]; then
     git worktree add --detach "$work/before" "$before_rev" >/dev/null
     before_target="${BEFORE_TARGET_DIR:-$work/before-target}"
-    (cd "$work/before" && CARGO_TARGET_DIR="$before_target" cargo build --release --example demo)
+    # An older commit's release profile may predate LTO: both builds use today's.
+    (cd "$work/before" && CARGO_TARGET_DIR="$before_target" CARGO_PROFILE_RELEASE_LTO=fat \
+        CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 cargo build --release --example demo)
     before_demo="$before_target/release/examples/demo"
 fi
 cargo build --release --example demo

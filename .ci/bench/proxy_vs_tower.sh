@@ -15,7 +15,7 @@ set -euo pipefail
 
 rounds="${1:-3}"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-work="${FERRYMCP_BENCH_DIR:-$HOME/.cache/ferrymcp-bench}/tower-mcp-proxy"
+work="${FERRYMCP_BENCH_DIR:-$HOME/.cache/ferrymcp-bench}/tower-mcp-proxy-lto"
 crate_version="0.4.3"
 crate_sha256="b7410b1ca3c7bc7ea83483a83ea7e2cf42ab5503b4db99a89c45a82953ad4bfa"
 src="$work/mcp-proxy-$crate_version"
@@ -28,7 +28,9 @@ if [[ ! -x "$src/target/release/examples/overhead" ]]; then
     echo "$crate_sha256  $crate" | sha256sum --check --quiet
     tar xzf "$crate" -C "$work"
     # Only the harness's needs: no OpenTelemetry, metrics, OAuth or discovery.
-    (cd "$src" && CARGO_TARGET_DIR="$src/target" \
+    # With our release profile (fat LTO, one codegen unit), so that both sides are built alike.
+    (cd "$src" && CARGO_TARGET_DIR="$src/target" CARGO_PROFILE_RELEASE_LTO=fat \
+        CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
         cargo build --release --locked --no-default-features --example overhead)
 fi
 
