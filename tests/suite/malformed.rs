@@ -67,9 +67,12 @@ async fn malformed_input_over_stdio_gets_json_rpc_errors() {
         r#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"add","arguments":{"a":1e400,"b":1}}}"#.to_owned(),
         "not json at all".to_owned(),
         r#"{"foo": 1, "id": "abc"}"#.to_owned(),
+        // Ids MCP does not allow (a string or an integer): answered without one.
+        r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":1e30,"method":"ping"}"#.to_owned(),
         call(12, json!({"name": "add", "arguments": {"a": 2, "b": 3}})),
     ];
-    let answers = stdio_exchange(&lines, 14).await;
+    let answers = stdio_exchange(&lines, 16).await;
 
     let mut by_id: HashMap<String, Value> = HashMap::new();
     let mut anonymous = Vec::new();
@@ -108,14 +111,15 @@ async fn malformed_input_over_stdio_gets_json_rpc_errors() {
         "overflow is a tool error, not a panic"
     );
     assert_eq!(code("\"abc\""), Some(-32600), "JSON that is not JSON-RPC");
-    let parse_errors: Vec<_> = anonymous
+    let mut anonymous_errors: Vec<_> = anonymous
         .iter()
         .map(|a| a["error"]["code"].as_i64())
         .collect();
+    anonymous_errors.sort();
     assert_eq!(
-        parse_errors,
-        [Some(-32700), Some(-32700)],
-        "1e400 and plain text"
+        anonymous_errors,
+        [Some(-32700), Some(-32700), Some(-32600), Some(-32600)],
+        "1e400 and plain text, then the ids 1.5 and 1e30"
     );
     assert_eq!(
         by_id["12"]["result"]["structuredContent"],
@@ -144,6 +148,11 @@ async fn malformed_input_over_http_gets_json_rpc_errors() {
         ("not json".to_owned(), -32700, Value::Null),
         (r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":1e400}}}"#.to_owned(), -32700, Value::Null),
         (r#"{"foo":1,"id":7}"#.to_owned(), -32600, json!(7)),
+        (r#"{"foo":1,"id":"seven"}"#.to_owned(), -32600, json!("seven")),
+        // Ids MCP does not allow (a string or an integer): answered without one.
+        (r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#.to_owned(), -32600, Value::Null),
+        (r#"{"jsonrpc":"2.0","id":1e30,"method":"ping"}"#.to_owned(), -32600, Value::Null),
+        (r#"{"jsonrpc":"2.0","id":99999999999999999999999,"method":"ping"}"#.to_owned(), -32600, Value::Null),
     ] {
         let response = post(body.clone(), &[]).await.expect("POST");
         assert_eq!(response.status(), 400, "{body}");

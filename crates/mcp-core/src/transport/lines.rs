@@ -41,7 +41,10 @@ use tokio::{
 };
 use tokio_util::codec::FramedRead;
 
-use super::frames::{Frame, LineFrames};
+use super::{
+    frames::{Frame, LineFrames},
+    request_id::echoable,
+};
 
 /// Where the handshake stands, as rmcp's serve loop sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -204,10 +207,7 @@ fn reject(line: &str, error: &serde_json::Error) -> Option<Vec<u8>> {
                 tracing::debug!(%error, "ignoring a notification that does not parse");
                 return None;
             }
-            let id = match id {
-                Some(id @ (Value::String(_) | Value::Number(_))) => id,
-                _ => Value::Null,
-            };
+            let id = id.filter(echoable).unwrap_or(Value::Null);
             Some(error_line(
                 id,
                 ferrymcp_types::codes::INVALID_REQUEST,

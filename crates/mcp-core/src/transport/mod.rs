@@ -3,4 +3,5 @@
 mod frames;
 pub mod http;
 mod lines;
+mod request_id;
 pub mod stdio;

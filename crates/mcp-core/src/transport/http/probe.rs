@@ -7,10 +7,12 @@ use std::fmt;
 
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 
+use crate::transport::request_id::echoable;
+
 /// What the edge needs to know of a body before rmcp reads it.
 #[derive(Debug, Default)]
 pub(super) struct Probe {
-    /// The `id` member, if it is a string or a number.
+    /// The `id` member, if it is a string or an integer.
     pub(super) id: Option<serde_json::Value>,
     /// `"method": "initialize"`.
     pub(super) initialize: bool,
@@ -55,7 +57,7 @@ impl<'de> Visitor<'de> for ProbeVisitor {
             }
             let Scalar(value) = map.next_value()?;
             match key {
-                Key::Id => probe.id = value.filter(|id| id.is_string() || id.is_number()),
+                Key::Id => probe.id = value.filter(echoable),
                 Key::Method => {
                     let method = value.and_then(|m| match m {
                         serde_json::Value::String(method) => Some(method),
