@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use crate::support::modern::answered;
 use ferrymcp::{
     Context, HttpConfig, HttpServer, MountOptions, Server, ToolDef,
     auth::{
@@ -361,14 +362,12 @@ async fn au8_a_session_belongs_to_the_principal_that_opened_it() {
     let session = served.initialize_2025("alice").await;
     let own = served.list_2025("alice", &session).await;
     assert_eq!(own.status(), 200);
-    let stolen = served.list_2025("bob", &session).await;
-    assert_eq!(
-        stolen.status(),
-        404,
-        "another principal's session is unknown to it"
-    );
-    let unknown = served.list_2025("bob", "no-such-session").await;
-    assert_eq!(unknown.status(), 404);
+    // Another principal's session is unknown to it: the same answer, to the byte.
+    let stolen = answered(served.list_2025("bob", &session).await).await;
+    let unknown = answered(served.list_2025("bob", "no-such-session").await).await;
+    assert_eq!(stolen.0, 404);
+    assert_eq!(stolen, unknown);
+    assert_eq!(stolen.1, "application/json", "{stolen:?}");
     // Nor may bob end it.
     let delete = served
         .client

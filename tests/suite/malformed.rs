@@ -192,3 +192,81 @@ async fn malformed_input_over_http_gets_json_rpc_errors() {
         assert_eq!(answer["error"]["code"], -32602, "{what}: {answer}");
     }
 }
+
+/// What rmcp's service refuses with plain text (an `Accept` without both media types, an
+/// unknown session, a method the endpoint does not serve, a body that is not JSON by its
+/// media type) reaches the client as a JSON-RPC error with the same status and headers.
+#[tokio::test]
+async fn transport_refusals_over_http_are_json_rpc_errors() {
+    let demo = common::spawn_demo_http().await;
+    let client = reqwest::Client::new();
+    let initialize = request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    let both = "application/json, text/event-stream";
+    let cases = [
+        (
+            "an Accept without text/event-stream",
+            client
+                .post(&demo.url)
+                .header("content-type", "application/json")
+                .header("accept", "application/json")
+                .body(initialize.clone()),
+            406,
+            "Not Acceptable",
+        ),
+        (
+            "an unknown session",
+            client
+                .post(&demo.url)
+                .header("content-type", "application/json")
+                .header("accept", both)
+                .header("mcp-session-id", "no-such-session")
+                .header("mcp-protocol-version", "2025-11-25")
+                .body(request(2, "tools/list", json!({}))),
+            404,
+            "Session not found",
+        ),
+        (
+            "a stream without text/event-stream",
+            client.get(&demo.url).header("accept", "application/json"),
+            406,
+            "Not Acceptable",
+        ),
+        (
+            "a method the endpoint does not serve",
+            client.put(&demo.url).body("x"),
+            405,
+            "Method Not Allowed",
+        ),
+        (
+            "a JSON body sent as text",
+            client
+                .post(&demo.url)
+                .header("content-type", "text/plain")
+                .header("accept", both)
+                .body(initialize),
+            415,
+            "Unsupported Media Type",
+        ),
+    ];
+    for (what, request, status, wording) in cases {
+        let response = request.send().await.expect("the request");
+        assert_eq!(response.status(), status, "{what}");
+        assert_eq!(
+            response.headers()["content-type"],
+            "application/json",
+            "{what}"
+        );
+        if status == 405 {
+            assert!(response.headers().contains_key("allow"), "{what}");
+        }
+        let answer: Value = response.json().await.expect("a JSON body");
+        assert_valid(Spec::Mcp, "JSONRPCErrorResponse", &answer);
+        assert_eq!(answer["error"]["code"], -32000, "{what}: {answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(wording), "{what}: {answer}");
+    }
+}

@@ -192,7 +192,8 @@ impl Gate {
                 http::StatusCode::NOT_FOUND,
                 serde_json::Value::Null,
                 TRANSPORT_REFUSED,
-                "Session not found".to_owned(),
+                // Worded as rmcp answers a session it does not know.
+                "Not Found: Session not found".to_owned(),
             )),
             _ => None,
         }

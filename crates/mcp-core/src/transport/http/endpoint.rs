@@ -76,7 +76,7 @@ pub(super) async fn guard(
         {
             gate.closed(&parts.headers);
         }
-        return next.run(Request::from_parts(parts, body)).await;
+        return json_rpc_refusal(next.run(Request::from_parts(parts, body)).await).await;
     }
     let bytes = match read_body(&endpoint, &parts.headers, body).await {
         Ok(bytes) => bytes,
@@ -154,7 +154,7 @@ pub(super) async fn guard(
         gate.opened(caller, &id, &endpoint.sessions).await;
     }
     if response.status() != http::StatusCode::UNSUPPORTED_MEDIA_TYPE {
-        return response;
+        return json_rpc_refusal(response).await;
     }
     match probe {
         Err(error) => json_rpc_error(
@@ -173,8 +173,8 @@ pub(super) async fn guard(
                 format!("Invalid Request: {reason}"),
             )
         }
-        // A JSON body refused for its media type: keep rmcp's answer.
-        Ok(_) => response,
+        // A JSON body refused for its media type: rmcp's reason.
+        Ok(_) => json_rpc_refusal(response).await,
     }
 }
 
@@ -282,9 +282,43 @@ fn is_json_content(headers: &http::HeaderMap) -> bool {
         })
 }
 
+/// An error rmcp answered as plain text (`406` for a missing media type in `Accept`, `404`
+/// for an unknown session, `405`, a malformed header's `400`) as a JSON-RPC error with the
+/// same status, headers and wording, as the transport's own refusals are: a client reads
+/// every refusal one way, and cannot tell an unknown session from another caller's by its
+/// answer. Anything else is returned as is.
+async fn json_rpc_refusal(response: Response) -> Response {
+    let status = response.status();
+    let plain = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .is_none_or(|value| value.as_bytes().starts_with(b"text/plain"));
+    if !(status.is_client_error() || status.is_server_error()) || !plain {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let text = match axum::body::to_bytes(body, MAX_REFUSAL_BYTES).await {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).trim().to_owned(),
+        Err(_) => String::new(),
+    };
+    let message = match text.is_empty() {
+        true => status.canonical_reason().unwrap_or("Refused").to_owned(),
+        false => text,
+    };
+    let (answer, body) =
+        json_rpc_error(status, serde_json::Value::Null, TRANSPORT_REFUSED, message).into_parts();
+    parts.headers.remove(http::header::CONTENT_LENGTH);
+    parts.headers.extend(answer.headers);
+    Response::from_parts(parts, body)
+}
+
+/// The most of a plain-text refusal's body read to word its JSON-RPC error; rmcp's are one
+/// line.
+const MAX_REFUSAL_BYTES: usize = 64 * 1024;
+
 /// rmcp's reason for refusing a body (its plain-text answer), without its prefix.
 async fn rmcp_reason(response: Response) -> String {
-    let text = match axum::body::to_bytes(response.into_body(), 64 * 1024).await {
+    let text = match axum::body::to_bytes(response.into_body(), MAX_REFUSAL_BYTES).await {
         Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(_) => String::new(),
     };
