@@ -368,16 +368,20 @@ async fn au8_a_session_belongs_to_the_principal_that_opened_it() {
     assert_eq!(stolen.0, 404);
     assert_eq!(stolen, unknown);
     assert_eq!(stolen.1, "application/json", "{stolen:?}");
-    // Nor may bob end it.
-    let delete = served
-        .client
-        .delete(&served.url)
-        .bearer_auth("bob")
-        .header("mcp-session-id", &session)
-        .send()
-        .await
-        .expect("DELETE");
-    assert_eq!(delete.status(), 404);
+    // Nor may bob end it, and his attempt is answered as for a session that does not exist.
+    let delete = |session: String| {
+        served
+            .client
+            .delete(&served.url)
+            .bearer_auth("bob")
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-11-25")
+            .send()
+    };
+    let stolen = answered(delete(session.clone()).await.expect("DELETE")).await;
+    let unknown = answered(delete("no-such-session".to_owned()).await.expect("DELETE")).await;
+    assert_eq!(stolen.0, 404);
+    assert_eq!(stolen, unknown);
     assert_eq!(served.list_2025("alice", &session).await.status(), 200);
     served.stop().await;
 }

@@ -230,6 +230,15 @@ async fn transport_refusals_over_http_are_json_rpc_errors() {
             "Session not found",
         ),
         (
+            "the end of an unknown session",
+            client
+                .delete(&demo.url)
+                .header("mcp-session-id", "no-such-session")
+                .header("mcp-protocol-version", "2025-11-25"),
+            404,
+            "Session not found",
+        ),
+        (
             "a stream without text/event-stream",
             client.get(&demo.url).header("accept", "application/json"),
             406,

@@ -14,7 +14,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use super::{
     probe::Probe,
     reject_log::{Kind, RejectLog},
-    reply::{RETRY_AFTER_SECS, TRANSPORT_REFUSED, json_rpc_error},
+    reply::{RETRY_AFTER_SECS, TRANSPORT_REFUSED, json_rpc_error, unknown_session},
 };
 use crate::{
     Server,
@@ -188,13 +188,7 @@ impl Gate {
             .and_then(|value| value.to_str().ok())?;
         let owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
         match owners.get(id) {
-            Some(owner) if *owner != caller.key() => Some(json_rpc_error(
-                http::StatusCode::NOT_FOUND,
-                serde_json::Value::Null,
-                TRANSPORT_REFUSED,
-                // Worded as rmcp answers a session it does not know.
-                "Not Found: Session not found".to_owned(),
-            )),
+            Some(owner) if *owner != caller.key() => Some(unknown_session()),
             _ => None,
         }
     }

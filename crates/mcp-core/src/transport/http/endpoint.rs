@@ -20,7 +20,7 @@ use super::{
     origin::{self, Refusal},
     probe::Probe,
     reject_log::{Kind, RejectLog},
-    reply::{TRANSPORT_REFUSED, busy, json_rpc_error},
+    reply::{TRANSPORT_REFUSED, busy, json_rpc_error, unknown_session},
 };
 
 /// What the endpoint middleware checks against.
@@ -76,7 +76,20 @@ pub(super) async fn guard(
         {
             gate.closed(&parts.headers);
         }
-        return json_rpc_refusal(next.run(Request::from_parts(parts, body)).await).await;
+        // rmcp accepts the end of a session it does not know: answered as any other use of
+        // an unknown session (and as the end of another caller's) is.
+        let unknown = match parts.headers.get("mcp-session-id") {
+            Some(id) if parts.method == http::Method::DELETE => {
+                let id = id.to_str().unwrap_or_default();
+                !endpoint.sessions.sessions.read().await.contains_key(id)
+            }
+            _ => false,
+        };
+        let response = next.run(Request::from_parts(parts, body)).await;
+        if unknown && response.status() == http::StatusCode::ACCEPTED {
+            return unknown_session();
+        }
+        return json_rpc_refusal(response).await;
     }
     let bytes = match read_body(&endpoint, &parts.headers, body).await {
         Ok(bytes) => bytes,

@@ -25,6 +25,17 @@ pub(super) fn json_rpc_error(
     (status, axum::Json(body)).into_response()
 }
 
+/// `404` for a session the caller cannot use: one that does not exist, or another
+/// caller's, worded as rmcp answers the first so that the two cannot be told apart.
+pub(super) fn unknown_session() -> Response {
+    json_rpc_error(
+        http::StatusCode::NOT_FOUND,
+        serde_json::Value::Null,
+        TRANSPORT_REFUSED,
+        "Not Found: Session not found".to_owned(),
+    )
+}
+
 /// `503` with `Retry-After` and a JSON-RPC error saying which limit was reached.
 pub(super) fn busy(message: String) -> Response {
     let mut response = json_rpc_error(
