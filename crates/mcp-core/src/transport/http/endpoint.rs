@@ -296,10 +296,11 @@ fn is_json_content(headers: &http::HeaderMap) -> bool {
 }
 
 /// An error rmcp answered as plain text (`406` for a missing media type in `Accept`, `404`
-/// for an unknown session, `405`, a malformed header's `400`) as a JSON-RPC error with the
-/// same status, headers and wording, as the transport's own refusals are: a client reads
-/// every refusal one way, and cannot tell an unknown session from another caller's by its
-/// answer. Anything else is returned as is.
+/// for an unknown session, `405`, `415` for a body that is not JSON by its media type, a
+/// malformed header's `400`) as a JSON-RPC error with the same status, headers and
+/// wording, as the transport's own refusals are: a client reads every refusal one way, and
+/// cannot tell an unknown session from another caller's by its answer. Anything else is
+/// returned as is.
 async fn json_rpc_refusal(response: Response) -> Response {
     let status = response.status();
     let plain = response
