@@ -687,7 +687,7 @@ impl Upstream {
                 Some(detail) => {
                     self.drop_session(session);
                     let detail = match &self.inner.source {
-                        Source::Http(target) => tls::redact_url_password(detail, &target.url),
+                        Source::Http(target) => crate::url_secrets::redact(detail, &target.url),
                         _ => detail,
                     };
                     ProxyError::Protocol {
@@ -950,7 +950,7 @@ impl Upstream {
                 let service = client_config()
                     .serve_with_lifecycle(transport, mode)
                     .await
-                    .map_err(|e| tls::redact_url_password(handshake_error(&e), &target.url))?;
+                    .map_err(|e| crate::url_secrets::redact(handshake_error(&e), &target.url))?;
                 let mut session = running_session(service, None).await;
                 if session.modern {
                     let poster = Poster::new(

@@ -166,6 +166,7 @@ impl StreamableHttpClient for ForwardingClient {
             http.post_message(uri.clone(), message, session_id.clone(), auth, headers)
         })
         .await
+        .map_err(redacted)
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -189,6 +190,7 @@ impl StreamableHttpClient for ForwardingClient {
             )
         })
         .await
+        .map_err(redacted)
     }
 
     async fn post_message_with_response_limits(
@@ -212,6 +214,7 @@ impl StreamableHttpClient for ForwardingClient {
             )
         })
         .await
+        .map_err(redacted)
     }
 
     async fn delete_session(
@@ -225,6 +228,7 @@ impl StreamableHttpClient for ForwardingClient {
         self.http
             .delete_session(uri, session_id, auth_header, custom_headers)
             .await
+            .map_err(redacted)
     }
 
     async fn get_stream(
@@ -242,6 +246,7 @@ impl StreamableHttpClient for ForwardingClient {
         self.http
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
             .await
+            .map_err(redacted)
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -267,5 +272,17 @@ impl StreamableHttpClient for ForwardingClient {
                 max_sse_event_size,
             )
             .await
+            .map_err(redacted)
+    }
+}
+
+/// `error` with the secrets of its URL redacted: rmcp logs its client's errors as they are,
+/// and reqwest's quote the URL they were for (an upstream's may hold a token in its query).
+fn redacted(error: StreamableHttpError<reqwest::Error>) -> StreamableHttpError<reqwest::Error> {
+    match error {
+        StreamableHttpError::Client(error) => {
+            StreamableHttpError::Client(crate::url_secrets::redact_error(error))
+        }
+        other => other,
     }
 }

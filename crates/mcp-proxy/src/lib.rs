@@ -66,6 +66,7 @@ mod tls;
 mod tool;
 mod updates;
 pub mod upstream_auth;
+mod url_secrets;
 
 pub use connection::{RequestOptions, Upstream};
 pub use error::ProxyError;

@@ -112,7 +112,7 @@ impl Poster {
             )
         };
         let url = endpoint(&uri)
-            .map_err(|e| crate::tls::redact_url_password(format!("the URL {uri}: {e}"), &uri))?;
+            .map_err(|e| crate::url_secrets::redact(format!("the URL {uri}: {e}"), &uri))?;
         let mut headers = HeaderMap::with_capacity(configured.len() + 6);
         for (name, value) in configured {
             headers.insert(name.clone(), value.clone());
@@ -495,9 +495,9 @@ impl Poster {
         PostError::Protocol(self.redact(detail))
     }
 
-    /// `text` without the password of the endpoint's URL.
+    /// `text` without the secrets of the endpoint's URL.
     fn redact(&self, text: String) -> String {
-        crate::tls::redact_url_password(text, &self.uri)
+        crate::url_secrets::redact(text, &self.uri)
     }
 }
 

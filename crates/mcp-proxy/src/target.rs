@@ -209,7 +209,7 @@ impl std::fmt::Debug for HttpTarget {
         f.debug_struct("HttpTarget")
             .field(
                 "url",
-                &crate::tls::redact_url_password(self.url.clone(), &self.url),
+                &crate::url_secrets::redact(self.url.clone(), &self.url),
             )
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .field("auth", &self.auth)

@@ -97,37 +97,3 @@ fn cause_of<'a>(
         _ => error.source(),
     }
 }
-
-/// The password in `url`'s user info (`https://user:password@host/`), if it has one.
-pub(crate) fn url_password(url: &str) -> Option<&str> {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
-    let (userinfo, _host) = authority.rsplit_once('@')?;
-    let (_user, password) = userinfo.split_once(':')?;
-    (!password.is_empty()).then_some(password)
-}
-
-/// `text` with the password of `url` (if any) replaced, for errors, logs and `Debug`.
-pub(crate) fn redact_url_password(text: String, url: &str) -> String {
-    match url_password(url) {
-        Some(password) => text.replace(password, "<redacted>"),
-        None => text,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_url_password_is_found_and_redacted() {
-        assert_eq!(url_password("https://u:p%40ss@h:1/mcp?x=@"), Some("p%40ss"));
-        assert_eq!(url_password("https://u@h/mcp"), None);
-        assert_eq!(url_password("https://h/a@b"), None);
-        let text = "error sending request for url (https://u:hunter2@h/mcp)".to_owned();
-        assert_eq!(
-            redact_url_password(text, "https://u:hunter2@h/mcp"),
-            "error sending request for url (https://u:<redacted>@h/mcp)"
-        );
-    }
-}

@@ -601,7 +601,7 @@ impl Fetcher {
 }
 
 fn redact(text: String, url: &str) -> String {
-    crate::tls::redact_url_password(text, url)
+    crate::url_secrets::redact(text, url)
 }
 
 #[cfg(test)]

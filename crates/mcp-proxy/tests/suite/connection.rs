@@ -41,15 +41,23 @@ async fn an_unreachable_url_is_a_connect_error_within_the_connect_timeout() {
 }
 
 #[tokio::test]
-async fn a_password_in_the_url_never_shows_in_connect_errors_or_debug() {
-    // issue 12 (secrets): user info in an upstream URL is a credential.
-    let target = HttpTarget::new("http://svc:hunter2@127.0.0.1:9/mcp");
-    assert!(!format!("{target:?}").contains("hunter2"));
+async fn a_password_or_token_in_the_url_never_shows_in_connect_errors_or_debug() {
+    // issue 12 (secrets): user info in an upstream URL is a credential, and so is a query
+    // parameter named for one.
+    let target = HttpTarget::new("http://svc:hunter2@127.0.0.1:9/mcp?access_token=t0ken-5ecret");
+    let shown = format!("{target:?}");
+    assert!(
+        !shown.contains("hunter2") && !shown.contains("5ecret"),
+        "{shown}"
+    );
     let upstream = Upstream::http("nowhere", target)
         .with_options(UpstreamOptions::default().connect_timeout(Duration::from_secs(5)));
     let error = upstream.list_tools().await.expect_err("nothing listens");
     let message = error.to_string();
     assert!(message.contains("127.0.0.1:9"), "{message}");
-    assert!(!message.contains("hunter2"), "{message}");
-    assert!(!format!("{error:?}").contains("hunter2"), "{error:?}");
+    let debug = format!("{error:?}");
+    for secret in ["hunter2", "5ecret"] {
+        assert!(!message.contains(secret), "{message}");
+        assert!(!debug.contains(secret), "{debug}");
+    }
 }

@@ -86,3 +86,17 @@ async fn au22_a_secret_written_in_the_config_is_refused_and_never_shown() {
     .await;
     assert!(stderr.contains("MCP_TEST_UNSET_SECRET"), "{stderr}");
 }
+
+/// An upstream URL may carry its credential: a password, or a token in its query (a hosted
+/// server's `?api_key=`). The gateway that cannot reach it names it in its logs (rmcp's
+/// included, at every level) and in its error with those redacted.
+#[tokio::test]
+async fn au22_the_secrets_of_an_upstream_url_never_show_in_the_gateway_logs() {
+    let config = "[[upstream]]\nnamespace = \"api\"\n\
+                  url = \"http://svc:hunter2@127.0.0.1:9/mcp?region=eu&api_key=k3y-5ecret\"\n";
+    let stderr = refused("url-secrets", config, &[("RUST_LOG", "trace")]).await;
+    assert!(stderr.contains("api_key=***"), "{stderr}");
+    assert!(stderr.contains("region=eu"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+    assert!(!stderr.contains("5ecret"), "{stderr}");
+}

@@ -1,0 +1,77 @@
+//! Keeping the secrets of an upstream's URL out of errors, logs and `Debug`: the password of
+//! its user info, and the values of query parameters whose names say they hold one
+//! (`?api_key=…`, `?token=…`), as [`ferrymcp_core::secrets::redacted_url`] shows them.
+
+use ferrymcp_core::secrets::redacted_url;
+
+/// The password in `url`'s user info (`https://user:password@host/`), if it has one.
+fn password(url: &str) -> Option<&str> {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    let (userinfo, _host) = authority.rsplit_once('@')?;
+    let (_user, password) = userinfo.split_once(':')?;
+    (!password.is_empty()).then_some(password)
+}
+
+/// `text` with the secrets of `url` replaced: its password by `<redacted>`, and each query
+/// parameter that holds a secret (`token=…`) by its redacted form (`token=***`), wherever
+/// they appear (a URL quoted in full, or only its query).
+pub(crate) fn redact(text: String, url: &str) -> String {
+    let mut text = match password(url) {
+        Some(password) => text.replace(password, "<redacted>"),
+        None => text,
+    };
+    let shown = redacted_url(url);
+    let query = |url: &str| {
+        let query = url.split_once('?').map(|(_, query)| query)?;
+        Some(query.split('#').next().unwrap_or(query).to_owned())
+    };
+    if let (Some(query), Some(shown)) = (query(url), query(&shown)) {
+        for (pair, shown_pair) in query.split('&').zip(shown.split('&')) {
+            if pair != shown_pair {
+                text = text.replace(pair, shown_pair);
+            }
+        }
+    }
+    text
+}
+
+/// `error` naming its URL with the secrets in it redacted: rmcp logs the errors of its HTTP
+/// client, and reqwest's quote the URL they were for.
+pub(crate) fn redact_error(error: reqwest::Error) -> reqwest::Error {
+    let Some(url) = error.url() else {
+        return error;
+    };
+    let shown = redacted_url(url.as_str());
+    if shown == url.as_str() {
+        return error;
+    }
+    match reqwest::Url::parse(&shown) {
+        Ok(shown) => error.with_url(shown),
+        Err(_) => error.without_url(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_password_and_secret_query_values_are_found_and_redacted() {
+        assert_eq!(password("https://u:p%40ss@h:1/mcp?x=@"), Some("p%40ss"));
+        assert_eq!(password("https://u@h/mcp"), None);
+        assert_eq!(password("https://h/a@b"), None);
+        let url = "https://u:hunter2@h/mcp?region=eu&api_key=k3y#top";
+        let text =
+            "error sending request for url (https://u:hunter2@h/mcp?region=eu&api_key=k3y), \
+                    then for https://h/mcp?region=eu&api_key=k3y"
+                .to_owned();
+        assert_eq!(
+            redact(text, url),
+            "error sending request for url (https://u:<redacted>@h/mcp?region=eu&api_key=***), \
+             then for https://h/mcp?region=eu&api_key=***"
+        );
+        let plain = "nothing to hide in https://h/mcp?region=eu".to_owned();
+        assert_eq!(redact(plain.clone(), "https://h/mcp?region=eu"), plain);
+    }
+}
