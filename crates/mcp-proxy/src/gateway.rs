@@ -381,7 +381,9 @@ impl GatewayConfig {
     /// assert!(config.upstream.is_empty());
     /// ```
     pub fn from_toml(text: &str) -> Result<Self, GatewayError> {
-        toml::from_str(text).map_err(|e| GatewayError::Parse(e.to_string()))
+        // The error quotes the line at fault, which may hold an upstream's URL.
+        toml::from_str(text)
+            .map_err(|e| GatewayError::Parse(crate::url_secrets::redact_urls(&e.to_string())))
     }
 
     /// The `HttpConfig` the HTTP front serves with: the `[auth]` resource server when the

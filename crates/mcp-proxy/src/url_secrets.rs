@@ -36,6 +36,27 @@ pub(crate) fn redact(text: String, url: &str) -> String {
     text
 }
 
+/// `text` with every URL in it shown as [`redacted_url`] shows it, for a text that may quote
+/// URLs no one named to us: a config file's line in its parse error.
+pub(crate) fn redact_urls(text: &str) -> String {
+    let ends = |c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '<' | '>' | '(' | ')');
+    let mut shown = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let start = rest[..at]
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+            .map_or(0, |before| before + 1);
+        let end = rest[at + 3..]
+            .find(ends)
+            .map_or(rest.len(), |len| at + 3 + len);
+        shown.push_str(&rest[..start]);
+        shown.push_str(&redacted_url(&rest[start..end]));
+        rest = &rest[end..];
+    }
+    shown.push_str(rest);
+    shown
+}
+
 /// `error` naming its URL with the secrets in it redacted: rmcp logs the errors of its HTTP
 /// client, and reqwest's quote the URL they were for.
 pub(crate) fn redact_error(error: reqwest::Error) -> reqwest::Error {
@@ -73,5 +94,16 @@ mod tests {
         );
         let plain = "nothing to hide in https://h/mcp?region=eu".to_owned();
         assert_eq!(redact(plain.clone(), "https://h/mcp?region=eu"), plain);
+    }
+
+    #[test]
+    fn every_url_in_a_text_is_shown_redacted() {
+        let line = r#"5 | url = "http://u:hunter2@h:9/mcp?token=k3y" extra, or (https://h/x?a=1)"#;
+        assert_eq!(
+            redact_urls(line),
+            r#"5 | url = "http://u:***@h:9/mcp?token=***" extra, or (https://h/x?a=1)"#
+        );
+        assert_eq!(redact_urls("no url here: a://"), "no url here: a://");
+        assert_eq!(redact_urls("://x:y@h"), "://x:***@h");
     }
 }

@@ -89,7 +89,8 @@ async fn au22_a_secret_written_in_the_config_is_refused_and_never_shown() {
 
 /// An upstream URL may carry its credential: a password, or a token in its query (a hosted
 /// server's `?api_key=`). The gateway that cannot reach it names it in its logs (rmcp's
-/// included, at every level) and in its error with those redacted.
+/// included, at every level) and in its error with those redacted, and so does the error
+/// of a config that does not parse.
 #[tokio::test]
 async fn au22_the_secrets_of_an_upstream_url_never_show_in_the_gateway_logs() {
     let config = "[[upstream]]\nnamespace = \"api\"\n\
@@ -97,6 +98,13 @@ async fn au22_the_secrets_of_an_upstream_url_never_show_in_the_gateway_logs() {
     let stderr = refused("url-secrets", config, &[("RUST_LOG", "trace")]).await;
     assert!(stderr.contains("api_key=***"), "{stderr}");
     assert!(stderr.contains("region=eu"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+    assert!(!stderr.contains("5ecret"), "{stderr}");
+    // A config that does not parse is quoted at the line at fault, that URL's too.
+    let config = "[[upstream]]\nnamespace = \"api\"\n\
+                  url = \"http://svc:hunter2@127.0.0.1:9/mcp?api_key=k3y-5ecret\" extra\n";
+    let stderr = refused("url-secrets-unparsed", config, &[]).await;
+    assert!(stderr.contains("api_key=***"), "{stderr}");
     assert!(!stderr.contains("hunter2"), "{stderr}");
     assert!(!stderr.contains("5ecret"), "{stderr}");
 }
