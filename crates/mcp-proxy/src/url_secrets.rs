@@ -44,8 +44,10 @@ pub(crate) fn redact_urls(text: &str) -> String {
     let mut rest = text;
     while let Some(at) = rest.find("://") {
         let start = rest[..at]
-            .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
-            .map_or(0, |before| before + 1);
+            .char_indices()
+            .rev()
+            .find(|&(_, c)| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+            .map_or(0, |(before, c)| before + c.len_utf8());
         let end = rest[at + 3..]
             .find(ends)
             .map_or(rest.len(), |len| at + 3 + len);
@@ -105,5 +107,10 @@ mod tests {
         );
         assert_eq!(redact_urls("no url here: a://"), "no url here: a://");
         assert_eq!(redact_urls("://x:y@h"), "://x:***@h");
+        // Whatever precedes a URL, a character of several bytes included.
+        assert_eq!(
+            redact_urls("é://u:p@h ü«http://u:p@h»"),
+            "é://u:***@h ü«http://u:***@h»"
+        );
     }
 }
