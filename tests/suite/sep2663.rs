@@ -1107,6 +1107,22 @@ async fn r30_get_unknown_task_is_32602() {
     for id in ["nope", "", "A".repeat(43).as_str()] {
         let error = error_code(try_get(&server, None, id).await, "unknown id");
         assert_eq!(error.code.0, -32602, "{id:?}: {error:?}");
+        assert_eq!(error.message, format!("Task {id} not found"), "{id:?}");
+    }
+    // A huge unknown id is repeated only in part, for every method: the error stays small.
+    let huge = "é".repeat(100_000);
+    for outcome in [
+        try_get(&server, None, &huge).await,
+        try_update(&server, None, &huge, json!({})).await,
+        try_cancel(&server, None, &huge).await,
+    ] {
+        let error = error_code(outcome, "huge unknown id");
+        assert_eq!(error.code.0, -32602, "{}", error.message);
+        assert_eq!(
+            error.message,
+            format!("Task {}… not found", "é".repeat(256)),
+            "a huge id is cut at 256 characters"
+        );
     }
     // Malformed params are -32602 too, for every method.
     for (method, params) in [

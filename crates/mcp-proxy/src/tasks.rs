@@ -32,6 +32,7 @@ use ferrymcp_tasks::{
     TasksExtension,
     backend::Owner,
     extension::{METHODS, client_opted_in},
+    task_not_found,
 };
 use ferrymcp_types::{
     CallToolResponse, CancelTaskParams, ErrorCode, ErrorData, GetTaskParams, JsonObject,
@@ -58,10 +59,6 @@ pub struct ProxyTasks {
     signer: TaskIdSigner,
     local: Option<TasksExtension>,
     upstreams: RwLock<HashMap<String, Upstream>>,
-}
-
-fn not_found(id: &str) -> ErrorData {
-    ErrorData::invalid_params(format!("Task {id} not found"), None)
 }
 
 fn caller_key(cx: &Context) -> String {
@@ -254,10 +251,10 @@ impl ProxyTasks {
         ferrymcp_tasks::gate_tasks_request(cx, method)?;
         let Some((upstream_name, upstream_id)) = self.signer.open(&proxy_id, &caller_key(cx))
         else {
-            return Err(not_found(&proxy_id));
+            return Err(task_not_found(&proxy_id));
         };
         let Some(upstream) = self.upstream(&upstream_name) else {
-            return Err(not_found(&proxy_id));
+            return Err(task_not_found(&proxy_id));
         };
         let mut params = params;
         if let Some(object) = params.as_object_mut() {
@@ -283,7 +280,7 @@ impl ProxyTasks {
             .map_err(|error| match error {
                 // The upstream's "not found" names its own id: answer with ours.
                 ProxyError::Upstream(e) if e.code == ErrorCode::INVALID_PARAMS => {
-                    not_found(&proxy_id)
+                    task_not_found(&proxy_id)
                 }
                 other => other.into_error_data(),
             })?;
@@ -329,11 +326,11 @@ impl WatchedTask {
             .await
             .map_err(ProxyError::into_error_data)?;
         let ServerResult::GetTaskResult(result) = reply else {
-            return Err(not_found(&self.proxy_id));
+            return Err(task_not_found(&self.proxy_id));
         };
         let mut body = match serde_json::to_value(result) {
             Ok(Value::Object(body)) => body,
-            _ => return Err(not_found(&self.proxy_id)),
+            _ => return Err(task_not_found(&self.proxy_id)),
         };
         body.remove("resultType");
         body.insert("taskId".to_owned(), Value::String(self.proxy_id.clone()));
@@ -452,7 +449,7 @@ impl Extension for ProxyTasks {
             (_, Some(local)) => local.handle_request(cx, method, Some(params)).await,
             (Some(id), None) => {
                 ferrymcp_tasks::gate_tasks_request(&cx, method)?;
-                Err(not_found(&id))
+                Err(task_not_found(&id))
             }
             (None, None) => {
                 ferrymcp_tasks::gate_tasks_request(&cx, method)?;

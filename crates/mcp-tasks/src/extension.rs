@@ -79,12 +79,26 @@ struct RunningEngine {
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
-fn not_found(id: &str) -> ErrorData {
-    ErrorData::invalid_params(format!("Task {id} not found"), None)
+/// The most characters of an unknown task id that a "not found" error repeats.
+const SHOWN_ID_CHARS: usize = 256;
+
+/// The error for a task id the caller cannot see (unknown, expired or another caller's):
+/// `-32602` `Task {id} not found`, repeating at most 256 characters of the id.
+///
+/// ```
+/// let error = ferrymcp_tasks::task_not_found("t-1");
+/// assert_eq!(error.code.0, -32602);
+/// assert_eq!(error.message, "Task t-1 not found");
+/// assert!(ferrymcp_tasks::task_not_found(&"x".repeat(10_000)).message.len() < 300);
+/// ```
+pub fn task_not_found(id: &str) -> ErrorData {
+    let message = match id.char_indices().nth(SHOWN_ID_CHARS) {
+        Some((cut, _)) => format!("Task {}… not found", &id[..cut]),
+        None => format!("Task {id} not found"),
+    };
+    ErrorData::invalid_params(message, None)
 }
 
-/// A backend failure as the client sees it: masked, with an id that is logged with the
-/// details.
 /// The `clientInfo` name a request's client declared: in the request's `_meta` (2026-07-28)
 /// or at `initialize` (2025-11-25).
 fn client_name(scope: &ferrymcp_core::RequestScope) -> Option<String> {
@@ -416,40 +430,40 @@ impl TasksExtension {
             "tasks/get" => {
                 let params: GetTaskParams = serde_json::from_value(params).map_err(invalid)?;
                 let Some(engine) = self.engine() else {
-                    return Err(not_found(&params.task_id));
+                    return Err(task_not_found(&params.task_id));
                 };
                 let view = engine
                     .backend
                     .get(&owner, &params.task_id)
                     .await
                     .map_err(internal)?
-                    .ok_or_else(|| not_found(&params.task_id))?;
+                    .ok_or_else(|| task_not_found(&params.task_id))?;
                 serde_json::to_value(GetTaskResult::new(detailed(view))).map_err(internal)
             }
             "tasks/update" => {
                 let params: UpdateTaskParams = serde_json::from_value(params).map_err(invalid)?;
                 let Some(engine) = self.engine() else {
-                    return Err(not_found(&params.task_id));
+                    return Err(task_not_found(&params.task_id));
                 };
                 engine
                     .backend
                     .deliver_input(&owner, &params.task_id, params.input_responses)
                     .await
                     .map_err(internal)?
-                    .ok_or_else(|| not_found(&params.task_id))?;
+                    .ok_or_else(|| task_not_found(&params.task_id))?;
                 ack()
             }
             "tasks/cancel" => {
                 let params: CancelTaskParams = serde_json::from_value(params).map_err(invalid)?;
                 let Some(engine) = self.engine() else {
-                    return Err(not_found(&params.task_id));
+                    return Err(task_not_found(&params.task_id));
                 };
                 engine
                     .backend
                     .cancel(&owner, &params.task_id)
                     .await
                     .map_err(internal)?
-                    .ok_or_else(|| not_found(&params.task_id))?;
+                    .ok_or_else(|| task_not_found(&params.task_id))?;
                 ack()
             }
             other => Err(ErrorData::new(

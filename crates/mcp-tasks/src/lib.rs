@@ -86,7 +86,7 @@ pub mod worker;
 pub use config::TasksConfig;
 pub use connect::{ConnectError, Connected, connect};
 pub use engine::Engine;
-pub use extension::{TasksExtension, gate_tasks_request};
+pub use extension::{TasksExtension, gate_tasks_request, task_not_found};
 pub use ferrymcp_core::secrets::redacted_url;
 pub use ids::new_task_id;
 pub use lost_worker::LostWorker;

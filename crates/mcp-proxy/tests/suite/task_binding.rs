@@ -133,6 +133,16 @@ async fn au19_another_principals_tasks_requests_on_a_proxied_task_answer_as_an_u
         assert!(answer.get("result").is_none(), "{answer}");
     };
     unknown(&get(alice, unknown_id.clone()).await, &unknown_id);
+    // A long forged id is repeated only in part.
+    let long_id = format!("{id}{}", "A".repeat(4000));
+    let long = get(alice, long_id.clone()).await;
+    assert_eq!(long["error"]["code"], -32602, "{long}");
+    let shown: String = long_id.chars().take(256).collect();
+    assert_eq!(
+        long["error"]["message"].as_str(),
+        Some(format!("Task {shown}… not found").as_str()),
+        "a long id is cut at 256 characters"
+    );
 
     // Another subject of the same issuer, the same subject of another issuer, anonymous.
     let others: [Caller; 3] = [
