@@ -12,7 +12,9 @@ use ferrymcp::{
     types::{CallToolRequestParams, CallToolResponse, GetTaskParams, TaskStatus},
 };
 use ferrymcp_proxy::{ProxyServer, ProxyTasks, Upstream, gateway::GatewayConfig};
-use ferrymcp_test_helpers::client::{Lifecycle, connect, in_memory};
+use ferrymcp_test_helpers::client::{
+    ClientEvent, Lifecycle, connect, in_memory, recording_in_memory,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::json;
 use support::{call, poll_until, submit};
@@ -104,6 +106,63 @@ async fn a_bad_config_is_a_clear_error() {
         unreachable.to_string().contains("could not connect"),
         "{unreachable}"
     );
+}
+
+/// A remote upstream that is down when the gateway starts does not stop it: the gateway serves
+/// the others, and the late one's tools appear (with `tools/list_changed`) once it answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a28_a_remote_upstream_down_at_start_is_mounted_once_it_answers() {
+    let port = common::free_port();
+    let config = GatewayConfig::from_toml(&format!(
+        r#"
+        [[upstream]]
+        namespace = "local"
+        command = {command:?}
+        args = ["--stdio"]
+
+        [[upstream]]
+        namespace = "late"
+        url = "http://127.0.0.1:{port}/mcp"
+        call_timeout_ms = 5000
+        "#,
+        command = common::demo_binary().to_string_lossy(),
+    ))
+    .expect("a valid config");
+    let server = config
+        .build()
+        .await
+        .expect("the gateway builds while an upstream is down");
+    let (client, mut events) = recording_in_memory(server, Lifecycle::Legacy)
+        .await
+        .expect("connect");
+    let names = |tools: Vec<rmcp::model::Tool>| -> Vec<String> {
+        tools.into_iter().map(|t| t.name.to_string()).collect()
+    };
+    let before = names(client.list_all_tools().await.expect("tools/list"));
+    assert!(before.iter().any(|n| n == "local_add"), "{before:?}");
+    assert!(!before.iter().any(|n| n.starts_with("late_")), "{before:?}");
+
+    let _late = common::spawn_demo_http_on(port, &[], &[]).await;
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(60), events.recv())
+            .await
+            .expect("tools/list_changed once the upstream answers")
+            .expect("the client is alive");
+        if event == ClientEvent::ToolsChanged {
+            break;
+        }
+    }
+    let after = names(client.list_all_tools().await.expect("tools/list"));
+    assert!(after.iter().any(|n| n == "late_add"), "{after:?}");
+    let reply = client
+        .call_tool(
+            CallToolRequestParams::new("late_add")
+                .with_arguments(support::args(json!({"a": 2, "b": 3}))),
+        )
+        .await
+        .expect("tools/call");
+    assert_eq!(reply.structured_content.expect("structured")["result"], 5);
+    client.cancel().await.ok();
 }
 
 /// An upstream without tasks (a 2025-11-25 session) and a tool declared optional at the

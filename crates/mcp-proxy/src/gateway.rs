@@ -43,6 +43,9 @@
 //! `client_secret`) is refused, and so is `forward_authorization`: a caller's token never
 //! reaches an upstream. See [`crate::upstream_auth`].
 //!
+//! A `url` upstream that is down when the gateway starts is mounted once it answers; until
+//! then the gateway serves the others.
+//!
 //! Task passthrough (`ProxyTasks`) is always on: upstreams that advertise
 //! `io.modelcontextprotocol/tasks` get opted-in calls forwarded with the opt-in. Without
 //! `key_env` the proxy task ids are signed with a random key of this process, so they stop
@@ -51,7 +54,7 @@
 
 use std::{collections::BTreeMap, path::PathBuf, time::Duration};
 
-use ferrymcp_core::Server;
+use ferrymcp_core::{Server, WeakServer};
 use serde::Deserialize;
 
 pub use crate::front_auth::{AuthSection, IntrospectionSection};
@@ -417,6 +420,11 @@ impl GatewayConfig {
 
     /// Connects every upstream and builds the aggregate server (not yet serving).
     ///
+    /// A `url` upstream that cannot be reached does not stop the gateway: it serves the
+    /// others, logs a warning, and mounts that upstream's components as soon as it answers
+    /// (tried again after 250 ms, then twice as long each time, at most 30 s apart). An
+    /// invalid entry, or a `command` that cannot be started, fails at once.
+    ///
     /// ```no_run
     /// # async fn run() -> Result<(), ferrymcp_proxy::gateway::GatewayError> {
     /// let server = ferrymcp_proxy::gateway::GatewayConfig::load("gateway.toml")?.build().await?;
@@ -451,22 +459,85 @@ impl GatewayConfig {
             );
             tasks = tasks.with_local(ferrymcp_tasks::TasksExtension::with_config(config));
         }
+        let mut waiting = Vec::new();
         for entry in &self.upstream {
             let upstream = entry.upstream()?;
-            let mut proxy = ProxyServer::new(upstream.clone()).name(entry.namespace.clone());
-            for (tool, mode) in &entry.task_modes {
-                proxy = proxy.task_mode(tool.clone(), *mode);
-            }
-            let proxy = proxy.build().await?;
-            root.mount(&proxy, entry.namespace.as_str())?;
             tasks.register(&upstream);
+            match entry.proxy(&upstream).build().await {
+                Ok(proxy) => root.mount(&proxy, entry.namespace.as_str())?,
+                // A child process that cannot start is a deployment error; a remote
+                // server may just be starting later.
+                Err(error) if entry.command.is_some() || matches!(error, ProxyError::Config(_)) => {
+                    return Err(error.into());
+                }
+                Err(error) => {
+                    tracing::warn!(
+                        upstream = %entry.namespace,
+                        %error,
+                        "upstream unreachable: serving without its components, mounting them once it answers"
+                    );
+                    waiting.push((entry.clone(), upstream));
+                }
+            }
         }
         root.add_extension(tasks)?;
+        for (entry, upstream) in waiting {
+            tokio::spawn(mount_when_reachable(root.downgrade(), entry, upstream));
+        }
         Ok(root)
     }
 }
 
+/// The first wait before building an unreachable upstream's proxy again (each next one
+/// doubles).
+const MOUNT_RETRY_MIN: Duration = Duration::from_millis(250);
+/// The longest wait between two attempts.
+const MOUNT_RETRY_MAX: Duration = Duration::from_secs(30);
+
+/// Builds `entry`'s proxy until its upstream answers, then mounts it on the gateway; ends
+/// early when the gateway is gone.
+async fn mount_when_reachable(root: WeakServer, entry: UpstreamConfig, upstream: Upstream) {
+    let mut delay = MOUNT_RETRY_MIN;
+    loop {
+        tokio::time::sleep(crate::updates::jittered(delay)).await;
+        if root.upgrade().is_none() {
+            return;
+        }
+        match entry.proxy(&upstream).build().await {
+            Ok(proxy) => {
+                let Some(root) = root.upgrade() else { return };
+                match root.mount(&proxy, entry.namespace.as_str()) {
+                    Ok(()) => {
+                        tracing::info!(upstream = %entry.namespace, "upstream reachable: its components are mounted")
+                    }
+                    Err(error) => {
+                        tracing::error!(upstream = %entry.namespace, %error, "cannot mount the upstream")
+                    }
+                }
+                return;
+            }
+            Err(error @ ProxyError::Config(_)) => {
+                tracing::error!(upstream = %entry.namespace, %error, "cannot proxy the upstream");
+                return;
+            }
+            Err(error) => {
+                tracing::warn!(upstream = %entry.namespace, %error, "upstream still unreachable");
+            }
+        }
+        delay = (delay * 2).min(MOUNT_RETRY_MAX);
+    }
+}
+
 impl UpstreamConfig {
+    /// The proxy server of this entry over `upstream` (not yet connected).
+    fn proxy(&self, upstream: &Upstream) -> ProxyServer {
+        let mut proxy = ProxyServer::new(upstream.clone()).name(self.namespace.clone());
+        for (tool, mode) in &self.task_modes {
+            proxy = proxy.task_mode(tool.clone(), *mode);
+        }
+        proxy
+    }
+
     /// The [`Upstream`] this entry describes.
     ///
     /// ```

@@ -33,7 +33,7 @@ pub(crate) fn relay(server: &Server, upstream: Upstream, mut uris: Vec<String>) 
 
 /// `delay` with jitter: somewhere between half of it and all of it (replicas restarted
 /// together do not listen again in step).
-fn jittered(delay: Duration) -> Duration {
+pub(crate) fn jittered(delay: Duration) -> Duration {
     use std::hash::BuildHasher as _;
     let random = std::collections::hash_map::RandomState::new().hash_one(std::time::Instant::now());
     let fraction = (random % 1024) as f64 / 1024.0;
