@@ -49,9 +49,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     server.add_tool(whoami)?;
     server.add_tool(reset)?;
     let http = HttpServer::bind(server, address, HttpConfig::new().auth(resource_server)).await?;
-    http.run_until(async {
-        let _ = tokio::signal::ctrl_c().await;
-    })
-    .await?;
+    http.run_until(ferrymcp::shutdown_signal()).await?;
     Ok(())
 }

@@ -989,9 +989,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cli = Cli::parse();
     let http = HttpServer::bind(conformance_server()?, cli.http, HttpConfig::new()).await?;
     eprintln!("listening on http://{}/mcp", http.local_addr());
-    http.run_until(async {
-        let _ = tokio::signal::ctrl_c().await;
-    })
-    .await?;
+    http.run_until(ferrymcp::shutdown_signal()).await?;
     Ok(())
 }

@@ -433,10 +433,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 http = http.merge_operator_routes(Admin::new(backend).router("/admin"));
                 eprintln!("admin on http://{}/admin", http.local_addr());
             }
-            http.run_until(async {
-                let _ = tokio::signal::ctrl_c().await;
-            })
-            .await?;
+            http.run_until(ferrymcp::shutdown_signal()).await?;
         }
         None => {
             let mut stdio = StdioConfig::new();

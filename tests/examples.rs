@@ -171,6 +171,27 @@ async fn the_readme_seed_is_examples_hello_and_it_serves_child_multiply() {
     );
 }
 
+/// `serve_http` stops cleanly on SIGTERM (what `docker stop` and Kubernetes send), not only on
+/// Ctrl-C: the process exits with status 0 instead of dying of the signal.
+#[cfg(unix)]
+#[tokio::test]
+async fn serve_http_stops_cleanly_on_sigterm() {
+    let mut running = Running::on_free_port("mount").await;
+    let tools = running.tool_names().await;
+    assert!(!tools.is_empty(), "{tools:?}");
+    let pid = running.child.id().expect("a running process").to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("run kill");
+    assert!(sent.success(), "kill -TERM {pid}: {sent}");
+    let status = tokio::time::timeout(Duration::from_secs(10), running.child.wait())
+        .await
+        .expect("the server stops within 10 s of SIGTERM")
+        .expect("wait for the server");
+    assert!(status.success(), "exit status after SIGTERM: {status}");
+}
+
 #[tokio::test]
 async fn mount_serves_the_child_under_both_namespaces() {
     let mount = Running::on_free_port("mount").await;

@@ -64,6 +64,7 @@ mod schema;
 pub mod secrets;
 mod server;
 mod service;
+mod shutdown;
 pub mod subscription;
 mod tool;
 pub mod trace_context;
@@ -101,6 +102,7 @@ pub use server::{
     WeakServer,
 };
 pub use service::McpService;
+pub use shutdown::shutdown_signal;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{TaskConfig, ToolDef, ToolInfo};
 pub use transport::http::{DEFAULT_OPERATOR_SCOPE, HttpConfig, HttpConfigError, HttpServer};

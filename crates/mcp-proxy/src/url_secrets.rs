@@ -38,6 +38,7 @@ pub(crate) fn redact(text: String, url: &str) -> String {
 
 /// `text` with every URL in it shown as [`redacted_url`] shows it, for a text that may quote
 /// URLs no one named to us: a config file's line in its parse error.
+#[cfg(any(feature = "gateway", test))]
 pub(crate) fn redact_urls(text: &str) -> String {
     let ends = |c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '<' | '>' | '(' | ')');
     let mut shown = String::with_capacity(text.len());

@@ -302,7 +302,7 @@ impl Worker {
         let shutdown = CancellationToken::new();
         let trigger = shutdown.clone();
         let signals = tokio::spawn(async move {
-            wait_for_signal().await;
+            ferrymcp_core::shutdown_signal().await;
             trigger.cancel();
         });
         self.run(shutdown).await;
@@ -587,30 +587,6 @@ where
         let delay = backoff.next_delay();
         let left = run.fence_at().saturating_duration_since(Instant::now());
         tokio::time::sleep(delay.min(left)).await;
-    }
-}
-
-/// Resolves on SIGINT, or SIGTERM on Unix.
-async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(term) => term,
-                Err(error) => {
-                    tracing::warn!(%error, "cannot watch SIGTERM; stopping on Ctrl-C only");
-                    let _ = tokio::signal::ctrl_c().await;
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
     }
 }
 

@@ -104,10 +104,7 @@ async fn serve(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 http = http.merge(MetricsExporter::install()?.router("/metrics"));
                 eprintln!("metrics on http://{}/metrics", http.local_addr());
             }
-            http.run_until(async {
-                let _ = tokio::signal::ctrl_c().await;
-            })
-            .await?;
+            http.run_until(ferrymcp_core::shutdown_signal()).await?;
         }
         None => server.serve_stdio().await?,
     }

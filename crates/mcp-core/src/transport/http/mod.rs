@@ -161,8 +161,9 @@ impl Server {
         Ok(router)
     }
 
-    /// Starts the server and serves it over Streamable HTTP on `addr` until Ctrl-C, with the
-    /// default [`HttpConfig`]. [`serve_http_with`](Self::serve_http_with) takes a config and
+    /// Starts the server and serves it over Streamable HTTP on `addr` until Ctrl-C or
+    /// SIGTERM ([`shutdown_signal`](crate::shutdown_signal)), then lets open requests finish,
+    /// with the default [`HttpConfig`]. [`serve_http_with`](Self::serve_http_with) takes a config and
     /// layers.
     ///
     /// ```no_run
@@ -175,7 +176,7 @@ impl Server {
             .await
     }
 
-    /// Serves over Streamable HTTP on `addr` with `config` until Ctrl-C, after `customize`
+    /// Serves over Streamable HTTP on `addr` with `config` until Ctrl-C or SIGTERM, after `customize`
     /// adds layers or routes to the [`HttpServer`].
     ///
     /// ```no_run
@@ -194,9 +195,7 @@ impl Server {
         customize: impl FnOnce(HttpServer) -> HttpServer,
     ) -> Result<(), ServerError> {
         customize(HttpServer::bind(self, addr, config).await?)
-            .run_until(async {
-                let _ = tokio::signal::ctrl_c().await;
-            })
+            .run_until(crate::shutdown_signal())
             .await
     }
 }
@@ -468,7 +467,7 @@ impl HttpServer {
     ///
     /// ```no_run
     /// # async fn run(http: ferrymcp_core::HttpServer) -> Result<(), ferrymcp_core::ServerError> {
-    /// http.run_until(async { tokio::signal::ctrl_c().await.ok(); }).await
+    /// http.run_until(ferrymcp_core::shutdown_signal()).await
     /// # }
     /// ```
     pub async fn run_until(
