@@ -342,7 +342,7 @@ async fn r01_r02_discover_advertises_tasks_as_an_empty_object_and_no_legacy_slot
 // ------------------------------------------------------------------------------ R7
 
 #[tokio::test]
-async fn r07_missing_capability_is_32021_with_http_400() {
+async fn r07_c06_c43_missing_capability_is_32021_with_http_400() {
     let http = Http::serve(tasks_server().0).await;
     let refused = http.tool("required_answer", json!({}), false).await;
     let (code, error) = refused.error("required tool without the opt-in");
@@ -356,6 +356,13 @@ async fn r07_missing_capability_is_32021_with_http_400() {
     assert_eq!(
         refused.status, 400,
         "R7: tools/call -32021 must be HTTP 400: {error}"
+    );
+    // C06's wording, naming the tool.
+    assert_eq!(
+        error["message"],
+        "Tool 'required_answer' requires the tasks extension (io.modelcontextprotocol/tasks); \
+         the client did not declare it for this request.",
+        "{error}"
     );
     for (method, params) in [
         ("tasks/get", json!({"taskId": "bogus"})),
@@ -371,6 +378,19 @@ async fn r07_missing_capability_is_32021_with_http_400() {
         assert_eq!(
             answer.status, 400,
             "R7: {method} -32021 must be HTTP 400: {error}"
+        );
+        // C43's wording, and the capability it needs.
+        assert_eq!(
+            error["message"],
+            "This request targets the tasks extension (io.modelcontextprotocol/tasks); \
+             the client did not declare it for this request.",
+            "{method}: {error}"
+        );
+        assert!(
+            error["data"]["requiredCapabilities"]["extensions"]
+                .get(TASKS_EXTENSION_ID)
+                .is_some(),
+            "{method}: {error}"
         );
     }
     http.shutdown().await;

@@ -439,3 +439,51 @@ async fn issue12_stdio_a_request_reusing_an_id_in_flight_is_refused_and_the_firs
         assert!(status.success(), "{status}");
     }
 }
+
+/// C43 over stdio: a 2026-07-28 `tasks/*` request without the tasks extension declared gets
+/// `-32021` worded as the tasks extension words it, with the capability it needs; and C06
+/// for a tool that only runs as a task.
+#[tokio::test]
+async fn c06_c43_stdio_tasks_requests_without_the_extension_are_32021_in_our_words() {
+    let mut demo = Demo::spawn(&["--stdio"]);
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "stdio-hardening", "version": "1"},
+    });
+    let requests = [
+        ("tasks/get", json!({"taskId": "t"})),
+        ("tasks/update", json!({"taskId": "t", "inputResponses": {}})),
+        ("tasks/cancel", json!({"taskId": "t"})),
+    ];
+    for (id, (method, mut params)) in (1..).zip(requests) {
+        params["_meta"] = meta.clone();
+        demo.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        let answer = demo.answer().await;
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_eq!(answer["error"]["code"], -32021, "{method}: {answer}");
+        assert_eq!(
+            answer["error"]["message"],
+            "This request targets the tasks extension (io.modelcontextprotocol/tasks); \
+             the client did not declare it for this request.",
+            "{method}: {answer}"
+        );
+        assert!(
+            answer["error"]["data"]["requiredCapabilities"]["extensions"]
+                .get("io.modelcontextprotocol/tasks")
+                .is_some(),
+            "{method}: {answer}"
+        );
+    }
+    demo.send(modern_call(9, "required_task", json!({"value": 1})))
+        .await;
+    let refused = demo.answer().await;
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    assert_eq!(
+        refused["error"]["message"],
+        "Tool 'required_task' requires the tasks extension (io.modelcontextprotocol/tasks); \
+         the client did not declare it for this request.",
+        "{refused}"
+    );
+}

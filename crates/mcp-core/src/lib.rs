@@ -62,6 +62,7 @@ mod request_state;
 pub mod resource;
 mod schema;
 pub mod secrets;
+mod served;
 mod server;
 mod service;
 mod shutdown;

@@ -11,9 +11,9 @@ use ferrymcp_core::{
     ToolError, ToolInfo,
 };
 use ferrymcp_types::{
-    CallToolResponse, CancelTaskParams, ClientCapabilities, CreateTaskResult, DetailedTask,
-    ErrorData, GetTaskParams, GetTaskResult, JsonObject, TASKS_EXTENSION_ID, Task, TaskAckResult,
-    TaskPayload, TaskStatus, TaskSupport, UpdateTaskParams,
+    CallToolResponse, CancelTaskParams, CreateTaskResult, DetailedTask, ErrorData, GetTaskParams,
+    GetTaskResult, JsonObject, TASKS_EXTENSION_ID, Task, TaskAckResult, TaskPayload, TaskStatus,
+    TaskSupport, UpdateTaskParams,
 };
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -322,9 +322,7 @@ impl TasksExtension {
         match (mode, client_opted_in(call.context().scope())) {
             (_, true) => Some(Ok(())),
             (TaskSupport::Required, false) => {
-                Some(Err(ErrorData::missing_required_client_capability(
-                    ClientCapabilities::builder().enable_tasks().build(),
-                )))
+                Some(Err(ferrymcp_types::codes::tool_needs_tasks(&call.name)))
             }
             _ => None,
         }
@@ -499,16 +497,7 @@ pub fn gate_tasks_request(cx: &Context, method: &str) -> Result<(), ErrorData> {
         ));
     }
     if scope.client_extension(TASKS_EXTENSION_ID).is_none() {
-        return Err(ErrorData::new(
-            ferrymcp_types::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
-            format!(
-                "This request targets the tasks extension ({TASKS_EXTENSION_ID}); the client did not declare it for this request."
-            ),
-            serde_json::to_value(serde_json::json!({
-                "requiredCapabilities": ClientCapabilities::builder().enable_tasks().build()
-            }))
-            .ok(),
-        ));
+        return Err(ferrymcp_types::codes::request_needs_tasks());
     }
     Ok(())
 }

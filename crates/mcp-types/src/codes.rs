@@ -22,3 +22,42 @@ pub const HEADER_MISMATCH: i32 = -32020;
 pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i32 = -32021;
 /// The requested protocol version is not supported (`-32022`).
 pub const UNSUPPORTED_PROTOCOL_VERSION: i32 = -32022;
+
+/// The `-32021` refusal of a `tasks/*` request (or a task subscription) whose `_meta` does not
+/// declare the tasks extension; `data.requiredCapabilities` names it.
+///
+/// ```
+/// let error = ferrymcp_types::codes::request_needs_tasks();
+/// assert_eq!(error.code.0, -32021);
+/// assert!(error.message.contains("io.modelcontextprotocol/tasks"));
+/// ```
+pub fn request_needs_tasks() -> crate::ErrorData {
+    needs_tasks(format!(
+        "This request targets the tasks extension ({}); the client did not declare it for this request.",
+        crate::TASKS_EXTENSION_ID
+    ))
+}
+
+/// The `-32021` refusal of a `tools/call` of `tool`, a tool that only runs as a task, by a
+/// client that did not declare the tasks extension on the request.
+///
+/// ```
+/// let error = ferrymcp_types::codes::tool_needs_tasks("report");
+/// assert_eq!(error.code.0, -32021);
+/// assert!(error.message.starts_with("Tool 'report' requires the tasks extension"));
+/// ```
+pub fn tool_needs_tasks(tool: &str) -> crate::ErrorData {
+    needs_tasks(format!(
+        "Tool '{tool}' requires the tasks extension ({}); the client did not declare it for this request.",
+        crate::TASKS_EXTENSION_ID
+    ))
+}
+
+fn needs_tasks(message: String) -> crate::ErrorData {
+    let required = crate::ClientCapabilities::builder().enable_tasks().build();
+    crate::ErrorData::new(
+        crate::ErrorCode(MISSING_REQUIRED_CLIENT_CAPABILITY),
+        message,
+        Some(serde_json::json!({ "requiredCapabilities": required })),
+    )
+}

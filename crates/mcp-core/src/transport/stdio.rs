@@ -196,7 +196,7 @@ impl Server {
             service.supported_protocol_versions().into_owned(),
         );
         let mut abandoned = transport.abandoned();
-        let outcome = match service.serve(transport).await {
+        let outcome = match crate::served::Served(service).serve(transport).await {
             Ok(service) => tokio::select! {
                 biased;
                 outcome = service.waiting() => outcome

@@ -166,6 +166,17 @@ pub(super) async fn guard(
     {
         gate.opened(caller, &id, &endpoint.sessions).await;
     }
+    if let Ok(Probe {
+        method: Some(method),
+        ..
+    }) = &probe
+        && matches!(
+            method.as_str(),
+            "tasks/get" | "tasks/update" | "tasks/cancel"
+        )
+    {
+        return reword_tasks_refusal(response).await;
+    }
     if response.status() != http::StatusCode::UNSUPPORTED_MEDIA_TYPE {
         return json_rpc_refusal(response).await;
     }
@@ -323,6 +334,44 @@ async fn json_rpc_refusal(response: Response) -> Response {
         json_rpc_error(status, serde_json::Value::Null, TRANSPORT_REFUSED, message).into_parts();
     parts.headers.remove(http::header::CONTENT_LENGTH);
     parts.headers.extend(answer.headers);
+    Response::from_parts(parts, body)
+}
+
+/// rmcp refuses a `tasks/*` request whose `_meta` does not declare the tasks extension before
+/// the service sees it, in words of its own: that `-32021` is worded as the tasks extension
+/// words it everywhere else. Any other answer is returned as is.
+async fn reword_tasks_refusal(response: Response) -> Response {
+    if response.status() != http::StatusCode::BAD_REQUEST || !is_json_content(response.headers()) {
+        return json_rpc_refusal(response).await;
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_REFUSAL_BYTES).await else {
+        return json_rpc_error(
+            http::StatusCode::BAD_REQUEST,
+            serde_json::Value::Null,
+            ferrymcp_types::codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            ferrymcp_types::codes::request_needs_tasks()
+                .message
+                .into_owned(),
+        );
+    };
+    let reworded = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()
+        .filter(|answer| {
+            answer["error"]["code"] == ferrymcp_types::codes::MISSING_REQUIRED_CLIENT_CAPABILITY
+        })
+        .and_then(|mut answer| {
+            answer["error"] =
+                serde_json::to_value(ferrymcp_types::codes::request_needs_tasks()).ok()?;
+            serde_json::to_vec(&answer).ok()
+        });
+    let body = match reworded {
+        Some(reworded) => {
+            parts.headers.remove(http::header::CONTENT_LENGTH);
+            Body::from(reworded)
+        }
+        None => Body::from(bytes),
+    };
     Response::from_parts(parts, body)
 }
 
