@@ -832,6 +832,24 @@ async fn r19_sub_millisecond_ttl_and_poll_interval_settings_still_emit_positive_
     running.stop().await;
 }
 
+/// R16 whatever the configuration: a TTL set to zero is raised to one second, so a task
+/// is still there when its client asks for it right after being handed it (on tokio's
+/// paused clock, 2 ms later).
+#[tokio::test(start_paused = true)]
+async fn r16_a_zero_ttl_setting_still_leaves_the_task_readable_right_after_creation() {
+    let (server, _) = build(TasksConfig::default().with_ttl(Duration::ZERO));
+    let running = running_task_server(&server).await.expect("start");
+    let created = submit(&server, "slow", json!({})).await;
+    assert_eq!(created["ttlMs"], 1_000, "{created}");
+    tokio::time::advance(Duration::from_millis(2)).await;
+    let id = id_of(&created);
+    let body = try_get(&server, None, &id)
+        .await
+        .unwrap_or_else(|e| panic!("the task is gone 2 ms after creation: {e:?}"));
+    assert_eq!(body["taskId"], id.as_str(), "{body}");
+    running.stop().await;
+}
+
 #[tokio::test]
 async fn r20_timestamps_are_iso8601_created_at_is_stable_and_last_updated_follows() {
     let (server, probe) = default_server();

@@ -4,6 +4,10 @@ use std::time::Duration;
 
 use crate::backend::TaskLimits;
 
+/// The shortest task TTL: a shorter one is raised to it, so that a task outlives the answer
+/// that hands it to its client.
+pub const MIN_TTL: Duration = Duration::from_secs(1);
+
 /// The engine's settings. Constructor arguments win over the environment, which wins over
 /// the defaults:
 ///
@@ -11,7 +15,7 @@ use crate::backend::TaskLimits;
 /// |---|---|---|
 /// | backend URL | `MCP_TASKS_URL` | `memory://` |
 /// | worker concurrency | `MCP_TASKS_CONCURRENCY` | 10 |
-/// | task TTL | `MCP_TASKS_TTL_MS` | 900 000 ms |
+/// | task TTL (at least 1 000 ms) | `MCP_TASKS_TTL_MS` | 900 000 ms |
 /// | default poll interval | `MCP_TASKS_POLL_INTERVAL_MS` | 5 000 ms |
 /// | run an embedded worker | `MCP_TASKS_EMBEDDED_WORKER` (`0`/`false` turns it off) | on |
 /// | keys sealing stored credentials | `MCP_TASKS_CREDENTIALS_KEY` (32 bytes, base64; `new,old` while rotating) | none |
@@ -145,7 +149,7 @@ impl TasksConfig {
             config.concurrency = usize::try_from(concurrency).unwrap_or(usize::MAX).max(1);
         }
         if let Some(ttl) = env_number("MCP_TASKS_TTL_MS") {
-            config.ttl = Duration::from_millis(ttl.max(1));
+            config = config.with_ttl(Duration::from_millis(ttl));
         }
         if let Some(poll) = env_number("MCP_TASKS_POLL_INTERVAL_MS") {
             config.poll_interval = Duration::from_millis(poll.max(1));
@@ -211,14 +215,18 @@ impl TasksConfig {
         self
     }
 
-    /// Sets the task TTL.
+    /// Sets the task TTL; a TTL under [`MIN_TTL`] (one second) is raised to it, so that a
+    /// client can always read the task it was just handed.
     ///
     /// ```
-    /// let _ = ferrymcp_tasks::TasksConfig::default().with_ttl(std::time::Duration::from_secs(60));
+    /// use std::time::Duration;
+    /// let config = ferrymcp_tasks::TasksConfig::default().with_ttl(Duration::from_secs(60));
+    /// assert_eq!(config.ttl, Duration::from_secs(60));
+    /// let config = ferrymcp_tasks::TasksConfig::default().with_ttl(Duration::ZERO);
+    /// assert_eq!(config.ttl, ferrymcp_tasks::config::MIN_TTL);
     /// ```
     pub fn with_ttl(mut self, ttl: Duration) -> Self {
-        // `ttlMs` is a positive integer (R19).
-        self.ttl = ttl.max(Duration::from_millis(1));
+        self.ttl = ttl.max(MIN_TTL);
         self
     }
 
