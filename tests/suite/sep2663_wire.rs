@@ -398,6 +398,32 @@ async fn r07_c06_c43_missing_capability_is_32021_with_http_400() {
 
 // ------------------------------------------------------------------------------ R48, R49
 
+/// R48 with a huge body value: the `-32020` stays a `-32020` for this request (its id kept),
+/// and its message quotes the value only in part, for `tasks/*` and `tools/call` alike.
+#[tokio::test]
+async fn r48_a_mismatch_over_a_huge_value_is_a_short_32020() {
+    let http = Http::serve(tasks_server().0).await;
+    let huge = "b".repeat(200_000);
+    for (method, params) in [
+        ("tasks/get", json!({"taskId": huge})),
+        ("tasks/cancel", json!({"taskId": huge})),
+        ("tools/call", json!({"name": huge, "arguments": {}})),
+    ] {
+        let answer = http.call(method, params, true, Name::Is("x")).await;
+        assert_eq!(answer.status, 400, "{method}");
+        let (code, error) = answer.error(method);
+        assert_eq!(code, -32020, "{method}: {}", error["message"]);
+        assert!(answer.message["id"].is_number(), "{method}: the id is kept");
+        let message = error["message"].as_str().expect("a message");
+        assert!(
+            message.chars().count() <= 513 && message.ends_with('…'),
+            "{method}: a message of {} characters",
+            message.chars().count()
+        );
+    }
+    http.shutdown().await;
+}
+
 /// R48 holds: a mismatched `Mcp-Name` is refused. R49 (a SHOULD: refuse a missing one) is
 /// deliberately not kept: FastMCP's Python client omits the header on `tasks/*`, so the
 /// server takes it from `params.taskId` (see `fastmcp_client_tasks_get_without_mcp_name`

@@ -166,16 +166,15 @@ pub(super) async fn guard(
     {
         gate.opened(caller, &id, &endpoint.sessions).await;
     }
-    if let Ok(Probe {
-        method: Some(method),
-        ..
-    }) = &probe
-        && matches!(
-            method.as_str(),
-            "tasks/get" | "tasks/update" | "tasks/cancel"
-        )
-    {
-        return reword_tasks_refusal(response).await;
+    if response.status() == http::StatusCode::BAD_REQUEST && is_json_content(response.headers()) {
+        let tasks_request = matches!(
+            &probe,
+            Ok(Probe { method: Some(method), .. })
+                if matches!(method.as_str(), "tasks/get" | "tasks/update" | "tasks/cancel")
+        );
+        // rmcp's refusals quote at most the request back: twice the body is room enough.
+        let limit = endpoint.max_body_bytes.saturating_mul(2) + MAX_REFUSAL_BYTES;
+        return word_json_refusal(response, tasks_request, limit).await;
     }
     if response.status() != http::StatusCode::UNSUPPORTED_MEDIA_TYPE {
         return json_rpc_refusal(response).await;
@@ -337,33 +336,43 @@ async fn json_rpc_refusal(response: Response) -> Response {
     Response::from_parts(parts, body)
 }
 
-/// rmcp refuses a `tasks/*` request whose `_meta` does not declare the tasks extension before
-/// the service sees it, in words of its own: that `-32021` is worded as the tasks extension
-/// words it everywhere else. Any other answer is returned as is.
-async fn reword_tasks_refusal(response: Response) -> Response {
-    if response.status() != http::StatusCode::BAD_REQUEST || !is_json_content(response.headers()) {
-        return json_rpc_refusal(response).await;
-    }
+/// The longest error message passed on from rmcp, in characters; a longer one (rmcp quotes
+/// header and body values whole) is cut there.
+const MAX_MESSAGE_CHARS: usize = 512;
+
+/// A JSON-RPC error rmcp answered with `400`, worded as our own: its message cut at
+/// [`MAX_MESSAGE_CHARS`], and the `-32021` rmcp gives a `tasks/*` request whose `_meta` does
+/// not declare the tasks extension (`tasks_request`) worded as the tasks extension words
+/// it. An answer that is not such an error is returned as it was.
+async fn word_json_refusal(response: Response, tasks_request: bool, limit: usize) -> Response {
     let (mut parts, body) = response.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, MAX_REFUSAL_BYTES).await else {
+    let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
         return json_rpc_error(
             http::StatusCode::BAD_REQUEST,
             serde_json::Value::Null,
-            ferrymcp_types::codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
-            ferrymcp_types::codes::request_needs_tasks()
-                .message
-                .into_owned(),
+            ferrymcp_types::codes::INVALID_REQUEST,
+            "Invalid Request: refused".to_owned(),
         );
     };
     let reworded = serde_json::from_slice::<serde_json::Value>(&bytes)
         .ok()
-        .filter(|answer| {
-            answer["error"]["code"] == ferrymcp_types::codes::MISSING_REQUIRED_CLIENT_CAPABILITY
-        })
         .and_then(|mut answer| {
-            answer["error"] =
-                serde_json::to_value(ferrymcp_types::codes::request_needs_tasks()).ok()?;
-            serde_json::to_vec(&answer).ok()
+            let error = answer.get_mut("error")?;
+            let mut changed = false;
+            if tasks_request
+                && error["code"] == ferrymcp_types::codes::MISSING_REQUIRED_CLIENT_CAPABILITY
+            {
+                *error = serde_json::to_value(ferrymcp_types::codes::request_needs_tasks()).ok()?;
+                changed = true;
+            }
+            if let Some(message) = error.get_mut("message")
+                && let Some(text) = message.as_str()
+                && let Some((cut, _)) = text.char_indices().nth(MAX_MESSAGE_CHARS)
+            {
+                *message = serde_json::Value::String(format!("{}…", &text[..cut]));
+                changed = true;
+            }
+            changed.then(|| serde_json::to_vec(&answer).ok()).flatten()
         });
     let body = match reworded {
         Some(reworded) => {
