@@ -28,7 +28,7 @@
 //! |---|---|---|
 //! | `add(a, b)` | `a + b` | forbidden |
 //! | `parent_tool(value)` | `value * 10` | optional |
-//! | `sleep_task(seconds)` | sleeps (at most 60 s, cancellable; a cancellation is recorded in `MCP_DEMO_LEDGER`), then `"slept <seconds>"` | optional |
+//! | `sleep_task(seconds)` | sleeps (at most 60 s, cancellable; a cancellation is recorded in `MCP_DEMO_LEDGER`), then `"slept <seconds slept>"` | optional |
 //! | `required_task(value)` | `value + 1` | required |
 //! | `child_multiply(a, b)` | `a * b`, on the mounted child | optional |
 //! | `child_echo(message)` | `message`, on the mounted child | forbidden |
@@ -218,7 +218,7 @@ async fn sleep_task(
         .await;
     let _watch = watch_cancellation(&cx, format!("cancelled sleep_task {seconds}"));
     tokio::select! {
-        () = tokio::time::sleep(Duration::from_secs_f64(capped)) => Ok(format!("slept {seconds}")),
+        () = tokio::time::sleep(Duration::from_secs_f64(capped)) => Ok(format!("slept {capped}")),
         () = cx.cancellation().cancelled() => Err(ToolError::new("cancelled")),
     }
 }

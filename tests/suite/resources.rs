@@ -9,6 +9,22 @@ use ferrymcp::{
 use serde::Deserialize;
 use serde_json::json;
 
+/// The URIs a read's contents carry.
+fn content_uris(read: Result<ReadResourceResponse, ErrorData>) -> Vec<String> {
+    match read {
+        Ok(ReadResourceResponse::Complete(result)) => result
+            .contents
+            .iter()
+            .map(|contents| match contents {
+                ResourceContents::TextResourceContents { uri, .. }
+                | ResourceContents::BlobResourceContents { uri, .. } => uri.clone(),
+                other => panic!("unexpected contents {other:?}"),
+            })
+            .collect(),
+        other => panic!("expected a completed read, got {other:?}"),
+    }
+}
+
 /// The single text content of a read.
 fn text(read: Result<ReadResourceResponse, ErrorData>) -> String {
     match read {
@@ -87,6 +103,10 @@ async fn a04_resource_uri_gets_the_namespace_as_first_path_segment_and_keeps_its
         text(parent.read_resource("resource://data/my_resource").await),
         "mine"
     );
+    assert_eq!(
+        content_uris(parent.read_resource("resource://data/my_resource").await),
+        ["resource://data/my_resource"]
+    );
     // The child's own URI is not the parent's.
     assert_eq!(
         error(parent.read_resource("data://users").await).code.0,
@@ -115,6 +135,17 @@ async fn a05_template_uri_is_namespaced_and_its_parameters_still_bind() {
     assert_eq!(
         text(parent.read_resource("users://api/123/profile").await),
         "profile of 123"
+    );
+    // The contents carry the URI the client read, not the child's own.
+    assert_eq!(
+        content_uris(parent.read_resource("users://api/123/profile").await),
+        ["users://api/123/profile"]
+    );
+    let grandparent = Server::new("grandparent");
+    grandparent.mount(&parent, "top").unwrap();
+    assert_eq!(
+        content_uris(grandparent.read_resource("users://top/api/7/profile").await),
+        ["users://top/api/7/profile"]
     );
 }
 

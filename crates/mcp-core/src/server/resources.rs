@@ -7,7 +7,7 @@
 
 use std::{collections::BTreeSet, sync::Arc};
 
-use ferrymcp_types::{ErrorData, JsonObject, ReadResourceResponse};
+use ferrymcp_types::{ErrorData, JsonObject, ReadResourceResponse, ResourceContents};
 use serde_json::Value;
 
 use super::{Route, Server};
@@ -359,12 +359,13 @@ impl Server {
             }
             Route::Mount { child, child_name } => {
                 let read = ReadResource {
-                    uri: child_name,
+                    uri: child_name.clone(),
                     version: hit.version().cloned().map(VersionSpec::exact),
                     cx: cx.for_server(&child),
                     run_middleware,
                 };
-                Box::pin(child.dispatch_read(read)).await
+                let answer = Box::pin(child.dispatch_read(read)).await;
+                answer.map(|response| exposed(response, &child_name, &uri))
             }
         }
     }
@@ -455,4 +456,20 @@ impl Server {
         }
         None
     }
+}
+
+/// A mounted child's answer as the client asked for it: contents the child labelled with
+/// the URI it was asked for (its own, without the namespace) carry the URI the client read.
+fn exposed(mut response: ReadResourceResponse, child_uri: &str, uri: &str) -> ReadResourceResponse {
+    if let ReadResourceResponse::Complete(result) = &mut response {
+        for contents in &mut result.contents {
+            if let ResourceContents::TextResourceContents { uri: labelled, .. }
+            | ResourceContents::BlobResourceContents { uri: labelled, .. } = contents
+                && labelled == child_uri
+            {
+                uri.clone_into(labelled);
+            }
+        }
+    }
+    response
 }
