@@ -156,6 +156,16 @@ async fn conformance_server_stateless_removed_methods_are_404_method_not_found()
         assert_eq!(message["error"]["code"], -32601, "{method}: {message}");
         assert_valid(Spec::Mcp, "JSONRPCErrorResponse", &message);
     }
+    // Well-formed ones too: a 2026-07-28 request cannot set a log level this way.
+    for (method, params) in [
+        ("logging/setLevel", json!({"level": "debug"})),
+        ("resources/subscribe", json!({"uri": "data://raw"})),
+        ("resources/unsubscribe", json!({"uri": "data://raw"})),
+    ] {
+        let (status, message) = http.send(method, params).await;
+        assert_eq!(status, 404, "{method}: {message}");
+        assert_eq!(message["error"]["code"], -32601, "{method}: {message}");
+    }
     // A malformed request for a method 2026-07-28 has is still -32602.
     let (_, message) = http.send("resources/read", json!({})).await;
     assert_eq!(message["error"]["code"], -32602, "{message}");

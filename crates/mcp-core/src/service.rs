@@ -728,13 +728,23 @@ async fn forward_resource_updates(
 }
 
 /// Methods of the 2025-11-25 lifecycle that 2026-07-28 removed (SEP-2575). rmcp answers the
-/// well-formed ones itself; malformed ones reach [`McpService::on_custom_request`].
+/// well-formed ones itself, apart from `logging/setLevel` (refused in `set_level`); malformed
+/// ones reach [`McpService::on_custom_request`].
 const REMOVED_IN_2026: &[&str] = &[
     "initialize",
     "logging/setLevel",
     "resources/subscribe",
     "resources/unsubscribe",
 ];
+
+/// The `-32601` for a method 2026-07-28 removed, asked for on a 2026-07-28 request.
+fn removed_in_2026(method: &str) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("{method} is not a 2026-07-28 method"),
+        None,
+    )
+}
 
 /// Known specification methods whose params rmcp could not parse arrive as custom requests;
 /// they deserve `-32602`, not `-32601`.
@@ -994,6 +1004,10 @@ impl ServerHandler for McpService {
         crate::metrics::observe_request(
             const { crate::metrics::Method::known("logging/setLevel") },
             async move {
+                // rmcp passes a well-formed one on whatever the era; 2026-07-28 has none.
+                if RequestScope::from_rmcp(context.clone()).era() == Era::Modern {
+                    return Err(removed_in_2026("logging/setLevel"));
+                }
                 let level = LogLevel::from_wire(&request.level)
                     .ok_or_else(|| ErrorData::invalid_params("unknown logging level", None))?;
                 *self
@@ -1131,11 +1145,7 @@ impl ServerHandler for McpService {
                 {
                     // A method 2026-07-28 removed is unknown there, whatever its params: -32601
                     // (which rmcp's HTTP transport sends as 404), not -32602 for params it never reads.
-                    return Err(ErrorData::new(
-                        ErrorCode::METHOD_NOT_FOUND,
-                        format!("{method} is not a 2026-07-28 method"),
-                        None,
-                    ));
+                    return Err(removed_in_2026(&method));
                 }
                 if let Some(error) = malformed_known_method(&method, params.clone()) {
                     return Err(error);
