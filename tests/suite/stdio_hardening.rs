@@ -487,3 +487,23 @@ async fn c06_c43_stdio_tasks_requests_without_the_extension_are_32021_in_our_wor
         "{refused}"
     );
 }
+
+/// A 2025-11-25 session asking for a method 2026-07-28 added gets `-32601`, as for any method
+/// it does not have, not `-32602` for params it would not read.
+#[tokio::test]
+async fn stdio_a_2025_session_asking_for_a_2026_method_gets_32601() {
+    let mut demo = Demo::spawn(&["--stdio"]);
+    demo.send(initialize(1)).await;
+    assert_eq!(demo.answer().await["id"], 1);
+    demo.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
+    for (id, method) in [(2, "server/discover"), (3, "subscriptions/listen")] {
+        demo.send(json!({"jsonrpc": "2.0", "id": id, "method": method}))
+            .await;
+        let answer = demo.answer().await;
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_eq!(answer["error"]["code"], -32601, "{method}: {answer}");
+    }
+    demo.send(ping(4)).await;
+    assert_eq!(demo.answer().await["id"], 4);
+}

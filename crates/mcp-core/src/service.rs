@@ -737,6 +737,9 @@ const REMOVED_IN_2026: &[&str] = &[
     "resources/unsubscribe",
 ];
 
+/// Methods 2026-07-28 added: unknown to a 2025-11-25 session.
+const ADDED_IN_2026: &[&str] = &["server/discover", "subscriptions/listen"];
+
 /// The `-32601` for a method 2026-07-28 removed, asked for on a 2026-07-28 request.
 fn removed_in_2026(method: &str) -> ErrorData {
     ErrorData::new(
@@ -1146,6 +1149,18 @@ impl ServerHandler for McpService {
                     // A method 2026-07-28 removed is unknown there, whatever its params: -32601
                     // (which rmcp's HTTP transport sends as 404), not -32602 for params it never reads.
                     return Err(removed_in_2026(&method));
+                }
+                if ADDED_IN_2026.contains(&method.as_str())
+                    && RequestScope::from_rmcp(context.clone()).era() == Era::Legacy
+                {
+                    // Unknown in a 2025-11-25 session, whatever its params.
+                    return Err(ErrorData::new(
+                        ErrorCode::METHOD_NOT_FOUND,
+                        format!(
+                            "Method '{method}' is not available at protocol version '2025-11-25'."
+                        ),
+                        None,
+                    ));
                 }
                 if let Some(error) = malformed_known_method(&method, params.clone()) {
                     return Err(error);
