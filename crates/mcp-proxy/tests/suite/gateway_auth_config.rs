@@ -2,27 +2,12 @@
 //! token through (AU5), and secrets written into the config file (AU22). Each case runs the
 //! binary and reads why it stopped.
 
-use std::{process::Stdio, time::Duration};
+use std::time::Duration;
 
 /// Runs `ferrymcp-gateway` on `config` with `env`; it must exit unsuccessfully. Returns its
 /// stderr.
 async fn refused(name: &str, config: &str, env: &[(&str, &str)]) -> String {
-    let dir = std::env::temp_dir().join(format!("ferrymcp-gateway-auth-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let path = dir.join(format!("{name}.toml"));
-    std::fs::write(&path, config).expect("config");
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_ferrymcp-gateway"))
-        .arg("--config")
-        .arg(&path)
-        .args(["--http", "127.0.0.1:0"])
-        .env_remove("RUST_LOG")
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn ferrymcp-gateway");
+    let child = crate::gateway_process::spawn("gateway-auth", name, config, env);
     let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
         .await
         .expect("the gateway stopped within 60 s")
@@ -37,22 +22,7 @@ async fn refused(name: &str, config: &str, env: &[(&str, &str)]) -> String {
 /// then stops it. Returns its stderr up to there.
 async fn logs_until(name: &str, config: &str, env: &[(&str, &str)], until: &str) -> String {
     use tokio::io::{AsyncBufReadExt as _, BufReader};
-    let dir = std::env::temp_dir().join(format!("ferrymcp-gateway-auth-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let path = dir.join(format!("{name}.toml"));
-    std::fs::write(&path, config).expect("config");
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_ferrymcp-gateway"))
-        .arg("--config")
-        .arg(&path)
-        .args(["--http", "127.0.0.1:0"])
-        .env_remove("RUST_LOG")
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn ferrymcp-gateway");
+    let mut child = crate::gateway_process::spawn("gateway-auth", name, config, env);
     let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
     let mut seen = String::new();
     let read = async {

@@ -1,28 +1,14 @@
 //! What the `ferrymcp-gateway` binary says at start (issue 12, scope 3): without `key_env`, a
 //! warning that passthrough task ids will not survive a restart or work across replicas.
 
-use std::{process::Stdio, time::Duration};
+use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 
 /// The gateway's stderr lines up to its `listening on` line.
 async fn start_lines(config: &str, env: &[(&str, &str)]) -> Vec<String> {
-    let dir = std::env::temp_dir().join(format!("ferrymcp-gateway-start-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let path = dir.join(format!("{}.toml", env.len()));
-    std::fs::write(&path, config).expect("config");
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_ferrymcp-gateway"))
-        .arg("--config")
-        .arg(&path)
-        .args(["--http", "127.0.0.1:0"])
-        .env_remove("RUST_LOG")
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn ferrymcp-gateway");
+    let mut child =
+        crate::gateway_process::spawn("gateway-start", &env.len().to_string(), config, env);
     let mut stderr = BufReader::new(child.stderr.take().expect("stderr")).lines();
     let mut lines = Vec::new();
     let read = async {

@@ -10,6 +10,8 @@ mod gateway_auth_config;
 #[cfg(feature = "gateway")]
 mod gateway_one_cpu;
 #[cfg(feature = "gateway")]
+mod gateway_process;
+#[cfg(feature = "gateway")]
 mod gateway_start;
 mod headers;
 mod hostile_upstreams;
