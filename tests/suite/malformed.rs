@@ -128,6 +128,49 @@ async fn malformed_input_over_stdio_gets_json_rpc_errors() {
     );
 }
 
+/// Lists come in one page, so no cursor is valid: the spec's `-32602`, with a short
+/// message, on each of the four lists; an empty cursor and none are answered.
+#[tokio::test]
+async fn a_list_with_a_cursor_the_server_never_gave_is_invalid_params() {
+    let initialize = request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    let huge = "c".repeat(100_000);
+    let lines = vec![
+        initialize,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+        request(2, "tools/list", json!({"cursor": "bogus"})),
+        request(3, "resources/list", json!({"cursor": huge})),
+        request(4, "resources/templates/list", json!({"cursor": "bogus"})),
+        request(5, "prompts/list", json!({"cursor": "bogus"})),
+        request(6, "tools/list", json!({"cursor": ""})),
+        request(7, "tools/list", json!({})),
+    ];
+    let answers = stdio_exchange(&lines, 7).await;
+    let by_id: HashMap<String, Value> = answers
+        .into_iter()
+        .map(|a| (a["id"].to_string(), a))
+        .collect();
+    for id in ["2", "3", "4", "5"] {
+        let answer = &by_id[id];
+        assert_valid(Spec::Mcp, "JSONRPCErrorResponse", answer);
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("cursor"), "{message}");
+        assert!(
+            message.len() < 300,
+            "a short message: {} bytes",
+            message.len()
+        );
+    }
+    for id in ["6", "7"] {
+        let tools = by_id[id]["result"]["tools"].as_array().map(Vec::len);
+        assert!(tools.is_some_and(|n| n > 0), "{}", by_id[id]);
+    }
+}
+
 #[tokio::test]
 async fn malformed_input_over_http_gets_json_rpc_errors() {
     let demo = common::spawn_demo_http().await;

@@ -636,6 +636,28 @@ pub(crate) fn wire_tools(listed: Vec<ToolInfo>) -> Vec<Tool> {
 }
 
 /// One entry per key, the highest version, first provider first on ties.
+/// Every list is answered in one page, so a cursor is never one this server gave out: a
+/// `-32602` says so (an empty one is taken as none).
+fn no_cursor(request: Option<&PaginatedRequestParams>) -> Result<(), ErrorData> {
+    match request.and_then(|r| r.cursor.as_deref()) {
+        None | Some("") => Ok(()),
+        Some(cursor) => {
+            let shown: String = cursor.chars().take(64).collect();
+            let cut = if shown.len() < cursor.len() {
+                "…"
+            } else {
+                ""
+            };
+            Err(ErrorData::invalid_params(
+                format!(
+                    "Invalid cursor \"{shown}{cut}\": this server lists everything in one page and gave out no cursor; ask again without one"
+                ),
+                None,
+            ))
+        }
+    }
+}
+
 fn highest_versions<T: Clone>(
     listed: Vec<T>,
     key: impl Fn(&T) -> String,
@@ -849,13 +871,14 @@ impl ServerHandler for McpService {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let span = request_span("tools/list", &context);
         crate::metrics::observe_request(
             const { crate::metrics::Method::known("tools/list") },
             async move {
+                no_cursor(request.as_ref())?;
                 let listed = self.root.list_of(self.context(context), true).await?;
                 Ok(ListToolsResult::with_all_items(wire_tools(listed)))
             }
@@ -866,13 +889,14 @@ impl ServerHandler for McpService {
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let span = request_span("resources/list", &context);
         crate::metrics::observe_request(
             const { crate::metrics::Method::known("resources/list") },
             async move {
+                no_cursor(request.as_ref())?;
                 let listed: Vec<ResourceInfo> =
                     self.root.list_of(self.context(context), true).await?;
                 let resources =
@@ -889,13 +913,14 @@ impl ServerHandler for McpService {
 
     async fn list_resource_templates(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let span = request_span("resources/templates/list", &context);
         crate::metrics::observe_request(
             const { crate::metrics::Method::known("resources/templates/list") },
             async move {
+                no_cursor(request.as_ref())?;
                 let listed: Vec<TemplateInfo> =
                     self.root.list_of(self.context(context), true).await?;
                 let templates = highest_versions(
@@ -934,13 +959,14 @@ impl ServerHandler for McpService {
 
     async fn list_prompts(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         let span = request_span("prompts/list", &context);
         crate::metrics::observe_request(
             const { crate::metrics::Method::known("prompts/list") },
             async move {
+                no_cursor(request.as_ref())?;
                 let listed: Vec<PromptInfo> =
                     self.root.list_of(self.context(context), true).await?;
                 let prompts =
