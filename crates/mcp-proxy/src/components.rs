@@ -1,5 +1,6 @@
 //! Proxied resources, resource templates and prompts: read from the upstream's listings,
-//! registered on the proxy server with every field kept, and forwarded on use.
+//! registered on the proxy server with every field kept (`mirror.rs` keeps them current),
+//! and forwarded on use.
 //!
 //! A kind the upstream does not serve (`-32601` on its list method) is simply absent. Reads
 //! and renders go to the upstream with the URI or name as the upstream knows it (a mount
@@ -9,7 +10,7 @@
 //! back as it is, and its errors keep their code and message.
 
 use ferrymcp_core::{
-    Context, PromptDef, RawArgs, ResourceDef, Server, Target, ToolError,
+    Context, PromptDef, RawArgs, ResourceDef, Target, ToolError,
     completion::Completion,
     types::{
         ErrorCode, GetPromptRequestParams, GetPromptResponse, JsonObject,
@@ -64,11 +65,9 @@ async fn all_pages<T>(
     }
 }
 
-/// Lists the upstream's resources, templates and prompts and registers them on `server`.
-pub(crate) async fn register(server: &Server, upstream: &Upstream) -> Result<(), ProxyError> {
-    let config = |e: ferrymcp_core::ServerError| ProxyError::Config(e.to_string());
-    let completes = upstream.offers_completions().await?;
-    let resources = all_pages(
+/// Every resource the upstream lists (none when it serves no resources).
+pub(crate) async fn list_resources(upstream: &Upstream) -> Result<Vec<Resource>, ProxyError> {
+    let listed = all_pages(
         upstream,
         "resources/list",
         |params| {
@@ -83,15 +82,14 @@ pub(crate) async fn register(server: &Server, upstream: &Upstream) -> Result<(),
         },
     )
     .await?;
-    let mut watchable = Vec::new();
-    for resource in resources.into_iter().flatten() {
-        watchable.push(resource.uri.clone());
-        server
-            .add_resource(proxy_resource(upstream, resource))
-            .map_err(config)?;
-    }
-    crate::updates::relay(server, upstream.clone(), watchable);
-    let templates = all_pages(
+    Ok(listed.unwrap_or_default())
+}
+
+/// Every resource template the upstream lists (none when it serves no templates).
+pub(crate) async fn list_templates(
+    upstream: &Upstream,
+) -> Result<Vec<ResourceTemplate>, ProxyError> {
+    let listed = all_pages(
         upstream,
         "resources/templates/list",
         |params| {
@@ -108,12 +106,12 @@ pub(crate) async fn register(server: &Server, upstream: &Upstream) -> Result<(),
         },
     )
     .await?;
-    for template in templates.into_iter().flatten() {
-        server
-            .add_resource(proxy_template(upstream, template, completes))
-            .map_err(config)?;
-    }
-    let prompts = all_pages(
+    Ok(listed.unwrap_or_default())
+}
+
+/// Every prompt the upstream lists (none when it serves no prompts).
+pub(crate) async fn list_prompts(upstream: &Upstream) -> Result<Vec<Prompt>, ProxyError> {
+    let listed = all_pages(
         upstream,
         "prompts/list",
         |params| {
@@ -128,12 +126,7 @@ pub(crate) async fn register(server: &Server, upstream: &Upstream) -> Result<(),
         },
     )
     .await?;
-    for prompt in prompts.into_iter().flatten() {
-        server
-            .add_prompt(proxy_prompt(upstream, prompt, completes))
-            .map_err(config)?;
-    }
-    Ok(())
+    Ok(listed.unwrap_or_default())
 }
 
 /// Reads `uri` upstream, carrying the client's answers to an earlier input round.
@@ -160,7 +153,7 @@ async fn read(
     }
 }
 
-fn proxy_resource(upstream: &Upstream, resource: Resource) -> ResourceDef {
+pub(crate) fn proxy_resource(upstream: &Upstream, resource: Resource) -> ResourceDef {
     let source = upstream.clone();
     let mut def = ResourceDef::new(
         resource.uri.clone(),
@@ -191,7 +184,11 @@ fn proxy_resource(upstream: &Upstream, resource: Resource) -> ResourceDef {
     def
 }
 
-fn proxy_template(upstream: &Upstream, template: ResourceTemplate, completes: bool) -> ResourceDef {
+pub(crate) fn proxy_template(
+    upstream: &Upstream,
+    template: ResourceTemplate,
+    completes: bool,
+) -> ResourceDef {
     let source = upstream.clone();
     let variables: Vec<String> = if completes {
         ferrymcp_core::uri_template::UriTemplate::parse(&template.uri_template)
@@ -258,7 +255,7 @@ async fn render(
     }
 }
 
-fn proxy_prompt(upstream: &Upstream, prompt: Prompt, completes: bool) -> PromptDef {
+pub(crate) fn proxy_prompt(upstream: &Upstream, prompt: Prompt, completes: bool) -> PromptDef {
     let source = upstream.clone();
     let name = prompt.name.clone();
     let completed: Vec<String> = if completes {

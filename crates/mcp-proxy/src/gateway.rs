@@ -22,6 +22,8 @@
 //! forward_headers = ["X-Request-Id"]    # client headers passed on (none by default;
 //!                                       # never Authorization)
 //! call_timeout_ms = 30000
+//! relist_after_ms = 0                   # how old a listing may be before a list reads it
+//!                                       # again (every list reads it by default)
 //! max_message_bytes = 16777216          # the largest answer or stdio line (16 MiB)
 //! task_modes = { slow_report = "optional" }   # local tasks for a tool of a task-less upstream
 //!
@@ -164,6 +166,10 @@ pub struct UpstreamConfig {
     forward_authorization: Option<Refused>,
     /// The per-request timeout in milliseconds (60000).
     pub call_timeout_ms: Option<u64>,
+    /// How old the gateway's copy of the upstream's tool, resource or prompt list may be, in
+    /// milliseconds, before a client's list reads it again (0: every list does; see
+    /// [`ProxyServer::relist_after`]).
+    pub relist_after_ms: Option<u64>,
     /// The largest message the upstream may send, in bytes: a stdio line, a JSON body or an
     /// SSE event (16 MiB).
     pub max_message_bytes: Option<usize>,
@@ -532,6 +538,9 @@ impl UpstreamConfig {
     /// The proxy server of this entry over `upstream` (not yet connected).
     fn proxy(&self, upstream: &Upstream) -> ProxyServer {
         let mut proxy = ProxyServer::new(upstream.clone()).name(self.namespace.clone());
+        if let Some(ms) = self.relist_after_ms {
+            proxy = proxy.relist_after(Duration::from_millis(ms));
+        }
         for (tool, mode) in &self.task_modes {
             proxy = proxy.task_mode(tool.clone(), *mode);
         }

@@ -53,6 +53,7 @@ pub mod headers;
 mod http1_pool;
 pub mod listing;
 mod metrics;
+mod mirror;
 mod post_client;
 mod server;
 mod stateless;

@@ -3,14 +3,15 @@
 //!
 //! The server is built from the upstream's listings; each tool becomes a [`ProxyTool`] that
 //! keeps every field, and each resource, template and prompt a definition that keeps every
-//! field and forwards on use (`components.rs`). It is an ordinary [`Server`]: mount it
-//! under a namespace, wrap it in middleware, serve it.
+//! field and forwards on use (`components.rs`). Each list reaching it reads the upstream's
+//! list again and brings the components in line (`mirror.rs`). It is an ordinary
+//! [`Server`]: mount it under a namespace, wrap it in middleware, serve it.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use ferrymcp_core::{Server, TaskConfig};
 
-use crate::{ClientFactory, ProxyError, ProxyTool, Upstream};
+use crate::{ProxyError, Upstream, mirror::Mirror};
 
 /// What a proxy server keeps about its upstream, as server state (see [`upstream_of`]).
 #[derive(Clone)]
@@ -42,6 +43,7 @@ pub struct ProxyServer {
     upstream: Upstream,
     name: Option<String>,
     task_modes: HashMap<String, TaskConfig>,
+    relist_after: Duration,
 }
 
 impl ProxyServer {
@@ -55,6 +57,7 @@ impl ProxyServer {
             upstream,
             name: None,
             task_modes: HashMap::new(),
+            relist_after: Duration::ZERO,
         }
     }
 
@@ -82,6 +85,22 @@ impl ProxyServer {
         self
     }
 
+    /// How old the proxy's copy of an upstream list may be before a list reaching the proxy
+    /// reads it again. By default (zero) every `tools/list`, `resources/list`,
+    /// `resources/templates/list` and `prompts/list` reads the upstream's, so clients see
+    /// tools the upstream added or dropped since the proxy was built; a longer age spares an
+    /// upstream that clients list often. Calls never list.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let _ = ferrymcp_proxy::ProxyServer::new(ferrymcp_proxy::Upstream::command("u", ferrymcp_proxy::CommandTarget::new("srv")))
+    ///     .relist_after(Duration::from_secs(30));
+    /// ```
+    pub fn relist_after(mut self, age: Duration) -> Self {
+        self.relist_after = age;
+        self
+    }
+
     /// Connects (or reuses the session), lists the upstream's tools, resources, templates and
     /// prompts, and returns the server.
     ///
@@ -99,18 +118,17 @@ impl ProxyServer {
         server.insert_state(ProxyState {
             upstream: self.upstream.clone(),
         });
-        let factory = ClientFactory::upstream(self.upstream.clone());
-        for descriptor in self.upstream.list_tools().await? {
-            let mode = self.task_modes.get(descriptor.name()).copied();
-            let mut tool = ProxyTool::from_mcp_tool(factory.clone(), descriptor);
-            if let Some(mode) = mode {
-                tool = tool.with_task(mode);
-            }
-            server
-                .add_tool(tool.into_tool_def())
-                .map_err(|e| ProxyError::Config(e.to_string()))?;
-        }
-        crate::components::register(&server, &self.upstream).await?;
+        let mirror = Arc::new(Mirror::new(
+            self.upstream.clone(),
+            self.task_modes,
+            self.relist_after,
+        ));
+        let watchable = mirror.fill(&server).await?;
+        crate::updates::relay(&server, self.upstream.clone(), watchable);
+        server.before_list(move |server, kind| {
+            let mirror = Arc::clone(&mirror);
+            async move { mirror.refresh(&server, kind).await }
+        });
         Ok(server)
     }
 }

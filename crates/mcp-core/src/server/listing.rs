@@ -7,7 +7,7 @@ use std::{collections::BTreeSet, sync::Arc};
 
 use ferrymcp_types::ErrorData;
 
-use super::{Server, Visibility};
+use super::{ListKind, Server, Visibility};
 use crate::{
     BoxFuture, Context, ListPrompts, ListResourceTemplates, ListResources, ListTools, Message,
     PromptInfo, Reply, ResourceInfo, TemplateInfo, ToolInfo, auth::Requirement,
@@ -20,6 +20,8 @@ pub(crate) trait Listed: Sized + Send + 'static {
     const WHAT: &'static str;
     /// `tool`, `resource`, ... for messages.
     const KIND: &'static str;
+    /// The list a change of this kind announces (templates are resources).
+    const LIST: ListKind;
     fn message(cx: Context, run_middleware: bool) -> Message;
     fn from_reply(reply: Reply) -> Option<Vec<Self>>;
     fn into_reply(listed: Vec<Self>) -> Reply;
@@ -80,6 +82,7 @@ impl Server {
         cx: &Context,
         run_middleware: bool,
     ) -> Result<Vec<L>, ErrorData> {
+        self.run_list_hook(L::LIST).await;
         let visibility: Arc<Visibility> = self.inner.visibility.load_full();
         // What the caller may not use is left out (per caller: no list_changed for it).
         let matcher =
@@ -147,6 +150,7 @@ fn warn_duplicates<L: Listed>(server: &str, listed: &[L]) {
 
 impl Listed for ToolInfo {
     const KIND: &'static str = "tool";
+    const LIST: ListKind = ListKind::Tools;
     const WHAT: &'static str = "list_tools";
     fn message(cx: Context, run_middleware: bool) -> Message {
         Message::ListTools(ListTools { cx, run_middleware })
@@ -198,6 +202,7 @@ impl Listed for ToolInfo {
 
 impl Listed for ResourceInfo {
     const KIND: &'static str = "resource";
+    const LIST: ListKind = ListKind::Resources;
     const WHAT: &'static str = "list_resources";
     fn message(cx: Context, run_middleware: bool) -> Message {
         Message::ListResources(ListResources { cx, run_middleware })
@@ -249,6 +254,7 @@ impl Listed for ResourceInfo {
 
 impl Listed for TemplateInfo {
     const KIND: &'static str = "resource template";
+    const LIST: ListKind = ListKind::Resources;
     const WHAT: &'static str = "list_resource_templates";
     fn message(cx: Context, run_middleware: bool) -> Message {
         Message::ListResourceTemplates(ListResourceTemplates { cx, run_middleware })
@@ -301,6 +307,7 @@ impl Listed for TemplateInfo {
 
 impl Listed for PromptInfo {
     const KIND: &'static str = "prompt";
+    const LIST: ListKind = ListKind::Prompts;
     const WHAT: &'static str = "list_prompts";
     fn message(cx: Context, run_middleware: bool) -> Message {
         Message::ListPrompts(ListPrompts { cx, run_middleware })

@@ -49,6 +49,7 @@ use crate::{
 
 type StartHook = Arc<dyn Fn(Server) -> BoxFuture<'static, Result<(), BoxError>> + Send + Sync>;
 type StopHook = Arc<dyn Fn(Server) -> BoxFuture<'static, ()> + Send + Sync>;
+type ListHook = Arc<dyn Fn(Server, ListKind) -> BoxFuture<'static, ()> + Send + Sync>;
 
 /// One MCP server: its tools, mounted children, middleware and extensions.
 ///
@@ -124,6 +125,8 @@ struct ServerInner {
     state: RwLock<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
     start_hooks: Mutex<Vec<StartHook>>,
     stop_hooks: Mutex<Vec<StopHook>>,
+    /// Runs before this server lists its own components ([`Server::before_list`]).
+    list_hook: arc_swap::ArcSwapOption<ListHook>,
     running: AtomicBool,
     /// Serializes copy-on-write updates of the registries.
     write: Mutex<()>,
@@ -329,6 +332,7 @@ impl Server {
                 state: RwLock::default(),
                 start_hooks: Mutex::default(),
                 stop_hooks: Mutex::default(),
+                list_hook: arc_swap::ArcSwapOption::empty(),
                 running: AtomicBool::new(false),
                 write: Mutex::new(()),
                 changes: tokio::sync::broadcast::channel(changes::CHANNEL_CAPACITY).0,
@@ -812,6 +816,42 @@ impl Server {
     {
         lock(&self.inner.stop_hooks).push(Arc::new(move |s| Box::pin(hook(s))));
         self
+    }
+
+    /// Runs `hook` each time this server is about to list its own components of a kind (a
+    /// `tools/list`, `resources/list`, `resources/templates/list` or `prompts/list` reaching
+    /// it, directly or through a mount above it), and waits for it. A server whose
+    /// components mirror another source refreshes them here; what the hook adds or removes
+    /// is in the listing it precedes. A later call replaces the hook.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use ferrymcp_core::{ListKind, Server};
+    /// let s = Server::new("mirror");
+    /// s.before_list(|server, kind| async move {
+    ///     if kind == ListKind::Tools {
+    ///         let _ = server.tool("late", || async {}); // a duplicate the second time
+    ///     }
+    /// });
+    /// assert_eq!(s.list_tools().await.unwrap().len(), 1);
+    /// # });
+    /// ```
+    pub fn before_list<F, Fut>(&self, hook: F) -> &Self
+    where
+        F: Fn(Server, ListKind) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let hook: ListHook = Arc::new(move |server, kind| Box::pin(hook(server, kind)));
+        self.inner.list_hook.store(Some(Arc::new(hook)));
+        self
+    }
+
+    /// Runs the [`before_list`](Self::before_list) hook, if there is one.
+    pub(crate) async fn run_list_hook(&self, kind: ListKind) {
+        let hook = self.inner.list_hook.load_full();
+        if let Some(hook) = hook {
+            hook(self.clone(), kind).await;
+        }
     }
 
     fn update_visibility(&self, change: impl FnOnce(&mut Visibility)) {

@@ -1,0 +1,272 @@
+//! Keeping a proxy server's components in step with its upstream.
+//!
+//! The proxy server is filled from the upstream's listings when it is built. After that,
+//! each list reaching it (`tools/list`, `resources/list`, `resources/templates/list`,
+//! `prompts/list`, directly or through a mount) first reads the upstream's list of that
+//! kind again, unless the copy is younger than [`ProxyServer::relist_after`] (zero by
+//! default: every list reads it). Components the upstream added are registered, those it
+//! dropped are removed, and those whose listing changed are registered again; each change
+//! is announced to clients (`list_changed`) as any registration is. Calls resolve against
+//! the copy and never list.
+//!
+//! Lists arriving together share one read: a list waits for a read that is under way and
+//! reads again only if that read began before the list arrived. When the upstream cannot
+//! be read, the list answers from the copy it has, with a warning.
+//!
+//! [`ProxyServer::relist_after`]: crate::ProxyServer::relist_after
+
+use std::{
+    collections::{HashMap, HashSet},
+    time::Duration,
+};
+
+use ferrymcp_core::{ListKind, Server, ServerError, TaskConfig};
+use serde::Serialize;
+use serde_json::Value;
+use tokio::{sync::Mutex, time::Instant};
+
+use crate::{ClientFactory, ProxyError, ProxyTool, Upstream, components};
+
+/// What a proxy server mirrors of its upstream, and how.
+pub(crate) struct Mirror {
+    upstream: Upstream,
+    factory: ClientFactory,
+    task_modes: HashMap<String, TaskConfig>,
+    relist_after: Duration,
+    copy: Mutex<Listings>,
+}
+
+/// The upstream's listings as last registered: each component's wire form by key, and when
+/// each kind's read began.
+#[derive(Default)]
+struct Listings {
+    tools: HashMap<String, Value>,
+    resources: HashMap<String, Value>,
+    templates: HashMap<String, Value>,
+    prompts: HashMap<String, Value>,
+    read_at: HashMap<ListKind, Instant>,
+}
+
+impl Mirror {
+    pub(crate) fn new(
+        upstream: Upstream,
+        task_modes: HashMap<String, TaskConfig>,
+        relist_after: Duration,
+    ) -> Self {
+        Self {
+            factory: ClientFactory::upstream(upstream.clone()),
+            upstream,
+            task_modes,
+            relist_after,
+            copy: Mutex::new(Listings::default()),
+        }
+    }
+
+    /// Reads every kind and registers it on `server`; any failure fails the whole (the
+    /// server is being built). Returns the URIs of the upstream's resources.
+    pub(crate) async fn fill(&self, server: &Server) -> Result<Vec<String>, ProxyError> {
+        let config = |e: ServerError| ProxyError::Config(e.to_string());
+        let mut copy = self.copy.lock().await;
+        for kind in ListKind::ALL {
+            self.read(server, &mut copy, kind).await?.map_err(config)?;
+        }
+        Ok(copy.resources.keys().cloned().collect())
+    }
+
+    /// Reads `kind` again unless the copy is fresh enough; a failure leaves the copy as it
+    /// is, with a warning.
+    pub(crate) async fn refresh(&self, server: &Server, kind: ListKind) {
+        let arrived = Instant::now();
+        let mut copy = self.copy.lock().await;
+        if let Some(&read_at) = copy.read_at.get(&kind)
+            && (read_at >= arrived || read_at.elapsed() < self.relist_after)
+        {
+            return;
+        }
+        match self.read(server, &mut copy, kind).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::warn!(
+                upstream = %self.upstream.name(),
+                %error,
+                "an upstream component could not be registered; the others are listed"
+            ),
+            Err(error) => tracing::warn!(
+                upstream = %self.upstream.name(),
+                %error,
+                "could not read the upstream's {} again; listing the last copy",
+                method(kind)
+            ),
+        }
+    }
+
+    /// Reads the upstream's listing of `kind` and brings `server` in line with it. The outer
+    /// error is the read's (nothing changed), the inner one the first registration that
+    /// failed (the others went through).
+    async fn read(
+        &self,
+        server: &Server,
+        copy: &mut Listings,
+        kind: ListKind,
+    ) -> Result<Result<(), ServerError>, ProxyError> {
+        let began = Instant::now();
+        let upstream = &self.upstream;
+        let outcome = match kind {
+            ListKind::Tools => {
+                let tools = upstream.list_tools().await?;
+                sync(
+                    &mut copy.tools,
+                    tools,
+                    |t| t.name().to_owned(),
+                    |name| server.remove_tool(name),
+                    |descriptor| {
+                        let mode = self.task_modes.get(descriptor.name()).copied();
+                        let mut tool = ProxyTool::from_mcp_tool(self.factory.clone(), descriptor);
+                        if let Some(mode) = mode {
+                            tool = tool.with_task(mode);
+                        }
+                        server.add_tool(tool.into_tool_def())
+                    },
+                )
+            }
+            ListKind::Resources => {
+                let resources = components::list_resources(upstream).await?;
+                let templates = components::list_templates(upstream).await?;
+                let completes = upstream.offers_completions().await?;
+                let resources = sync(
+                    &mut copy.resources,
+                    resources,
+                    |r| r.uri.clone(),
+                    |uri| server.remove_resource(uri),
+                    |r| server.add_resource(components::proxy_resource(upstream, r)),
+                );
+                let templates = sync(
+                    &mut copy.templates,
+                    templates,
+                    |t| t.uri_template.clone(),
+                    |uri| server.remove_resource(uri),
+                    |t| server.add_resource(components::proxy_template(upstream, t, completes)),
+                );
+                resources.and(templates)
+            }
+            ListKind::Prompts => {
+                let prompts = components::list_prompts(upstream).await?;
+                let completes = upstream.offers_completions().await?;
+                sync(
+                    &mut copy.prompts,
+                    prompts,
+                    |p| p.name.clone(),
+                    |name| server.remove_prompt(name),
+                    |p| server.add_prompt(components::proxy_prompt(upstream, p, completes)),
+                )
+            }
+        };
+        copy.read_at.insert(kind, began);
+        Ok(outcome)
+    }
+}
+
+/// The list method of `kind`, for messages.
+fn method(kind: ListKind) -> &'static str {
+    match kind {
+        ListKind::Tools => "tools/list",
+        ListKind::Resources => "resources/list",
+        ListKind::Prompts => "prompts/list",
+    }
+}
+
+/// Brings the registered components of one kind from `copy` to `fresh`: those no longer
+/// listed are removed, new ones added, changed ones removed and added again; unchanged ones
+/// are left alone (calls under way keep running). Returns the first registration error.
+fn sync<T: Serialize>(
+    copy: &mut HashMap<String, Value>,
+    fresh: Vec<T>,
+    key: impl Fn(&T) -> String,
+    remove: impl Fn(&str) -> bool,
+    mut add: impl FnMut(T) -> Result<(), ServerError>,
+) -> Result<(), ServerError> {
+    let fresh: Vec<(String, Value, T)> = fresh
+        .into_iter()
+        .map(|item| {
+            let wire = serde_json::to_value(&item).unwrap_or(Value::Null);
+            (key(&item), wire, item)
+        })
+        .collect();
+    let listed: HashSet<&str> = fresh.iter().map(|(key, ..)| key.as_str()).collect();
+    for gone in copy.keys().filter(|key| !listed.contains(key.as_str())) {
+        remove(gone);
+    }
+    let mut next = HashMap::with_capacity(fresh.len());
+    let mut first_error = None;
+    for (key, wire, item) in fresh {
+        match copy.get(&key) {
+            Some(known) if *known == wire => {
+                next.insert(key, wire);
+                continue;
+            }
+            Some(_) => {
+                remove(&key);
+            }
+            None => {}
+        }
+        match add(item) {
+            Ok(()) => {
+                next.insert(key, wire);
+            }
+            Err(error) => {
+                first_error.get_or_insert(error);
+            }
+        }
+    }
+    *copy = next;
+    first_error.map_or(Ok(()), Err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn apply(
+        copy: &mut HashMap<String, Value>,
+        fresh: &[(&str, i64)],
+    ) -> (Vec<String>, Vec<String>) {
+        let removed = std::cell::RefCell::new(Vec::new());
+        let mut added = Vec::new();
+        let fresh: Vec<Value> = fresh
+            .iter()
+            .map(|(k, v)| serde_json::json!({"k": k, "v": v}))
+            .collect();
+        sync(
+            copy,
+            fresh,
+            |item| item["k"].as_str().unwrap_or_default().to_owned(),
+            |key| {
+                removed.borrow_mut().push(key.to_owned());
+                true
+            },
+            |item| {
+                added.push(item["k"].as_str().unwrap_or_default().to_owned());
+                Ok(())
+            },
+        )
+        .expect("no registration fails");
+        let mut removed = removed.into_inner();
+        removed.sort();
+        added.sort();
+        (removed, added)
+    }
+
+    #[test]
+    fn only_what_changed_is_registered_again() {
+        let mut copy = HashMap::new();
+        assert_eq!(
+            apply(&mut copy, &[("a", 1), ("b", 1)]),
+            (vec![], vec!["a".into(), "b".into()])
+        );
+        assert_eq!(apply(&mut copy, &[("a", 1), ("b", 1)]), (vec![], vec![]));
+        assert_eq!(
+            apply(&mut copy, &[("b", 2), ("c", 1)]),
+            (vec!["a".into(), "b".into()], vec!["b".into(), "c".into()])
+        );
+        assert_eq!(copy.len(), 2);
+    }
+}

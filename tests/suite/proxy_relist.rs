@@ -1,0 +1,246 @@
+//! A proxy server keeps up with its upstream (G18, G19, G23): a list reaching the proxy reads
+//! the upstream's list again and registers what was added, drops what was removed and
+//! replaces what changed; calls never list; lists arriving together share one read; a copy
+//! younger than `relist_after` is listed as it is; an upstream that went away leaves the
+//! last copy listed. Over real HTTP on 127.0.0.1: the upstream is served, the proxy reaches
+//! it over Streamable HTTP, and clients reach the front that mounts the proxy as `up`.
+
+use crate::support::proxy::{call, serve};
+
+use std::{
+    collections::BTreeSet,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use ferrymcp::{ListTools, Next, PromptDef, ResourceDef, Server, ToolDef, middleware::from_fn};
+use ferrymcp_proxy::{HttpTarget, ProxyServer, Upstream};
+use ferrymcp_test_helpers::client::{Lifecycle, TestClient, connect};
+use rmcp::transport::StreamableHttpClientTransport;
+use serde_json::json;
+use tokio_util::sync::DropGuard;
+
+/// An upstream with the tools `a` and `c`, and a count of the `tools/list`s it answered.
+fn upstream() -> (Server, Arc<AtomicUsize>) {
+    let server = Server::new("upstream");
+    server.tool("a", || async { "a" }).expect("a");
+    server
+        .add_tool(ToolDef::new("c", || async { "c" }).description("first"))
+        .expect("c");
+    server
+        .resource("data://one", || async { "one" })
+        .expect("one");
+    server.prompt("hi", || async { "Say hi" }).expect("hi");
+    let lists = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&lists);
+    server.add_middleware(from_fn(
+        move |list: ListTools, next: Next<'_, ListTools>| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async move { next.run(list).await })
+        },
+    ));
+    (server, lists)
+}
+
+/// The upstream served, a front mounting a proxy of it as `up` (the proxy built by
+/// `configure`), and the front served.
+struct Stack {
+    upstream: Server,
+    lists: Arc<AtomicUsize>,
+    front_url: String,
+    upstream_guard: Option<DropGuard>,
+    _front_guard: DropGuard,
+}
+
+async fn stack(configure: impl FnOnce(ProxyServer) -> ProxyServer) -> Stack {
+    let (upstream, lists) = upstream();
+    let (upstream_url, upstream_guard) = serve(upstream.clone()).await;
+    let proxy = configure(ProxyServer::new(Upstream::http(
+        "up",
+        HttpTarget::new(upstream_url),
+    )))
+    .build()
+    .await
+    .expect("the proxy lists the upstream");
+    let front = Server::new("front");
+    front.mount(&proxy, "up").expect("mount");
+    let (front_url, front_guard) = serve(front).await;
+    Stack {
+        upstream,
+        lists,
+        front_url,
+        upstream_guard: Some(upstream_guard),
+        _front_guard: front_guard,
+    }
+}
+
+async fn client(url: &str, lifecycle: Lifecycle) -> TestClient {
+    connect(
+        StreamableHttpClientTransport::from_uri(url.to_owned()),
+        lifecycle,
+        false,
+    )
+    .await
+    .expect("a client of the front")
+}
+
+async fn tool_names(client: &TestClient) -> BTreeSet<String> {
+    client
+        .list_all_tools()
+        .await
+        .expect("tools/list")
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect()
+}
+
+fn names(list: &[&str]) -> BTreeSet<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g18_a_list_through_the_proxy_shows_what_the_upstream_serves_now() {
+    for lifecycle in [Lifecycle::Legacy, Lifecycle::Modern] {
+        let stack = stack(|proxy| proxy).await;
+        let client = client(&stack.front_url, lifecycle).await;
+        assert_eq!(tool_names(&client).await, names(&["up_a", "up_c"]));
+
+        // The upstream changes after the proxy was built.
+        let upstream = &stack.upstream;
+        assert!(upstream.remove_tool("a"));
+        upstream.tool("b", || async { "b" }).expect("b");
+        assert!(upstream.remove_tool("c"));
+        upstream
+            .add_tool(ToolDef::new("c", || async { "c2" }).description("second"))
+            .expect("c again");
+        upstream
+            .add_resource(ResourceDef::new("data://two", || async { "two" }))
+            .expect("two");
+        upstream
+            .add_resource(ResourceDef::new("items://{id}", || async { "item" }))
+            .expect("template");
+        upstream
+            .add_prompt(PromptDef::new("bye", || async { "Say bye" }))
+            .expect("bye");
+
+        let tools = client.list_all_tools().await.expect("tools/list");
+        let listed: BTreeSet<String> = tools.iter().map(|t| t.name.to_string()).collect();
+        assert_eq!(listed, names(&["up_b", "up_c"]), "{lifecycle:?}");
+        let c = tools.iter().find(|t| t.name == "up_c").expect("up_c");
+        assert_eq!(c.description.as_deref(), Some("second"), "{lifecycle:?}");
+        assert_eq!(
+            call(&client, "up_b", json!({})).await["complete"]["content"][0]["text"],
+            "b"
+        );
+        assert_eq!(
+            call(&client, "up_c", json!({})).await["complete"]["content"][0]["text"],
+            "c2"
+        );
+        let gone = call(&client, "up_a", json!({})).await;
+        assert_eq!(
+            gone["error"]["code"], -32602,
+            "a dropped tool is unknown: {gone}"
+        );
+
+        let resources: BTreeSet<String> = client
+            .list_all_resources()
+            .await
+            .expect("resources/list")
+            .into_iter()
+            .map(|r| r.uri.clone())
+            .collect();
+        assert_eq!(
+            resources,
+            names(&["data://up/one", "data://up/two"]),
+            "{lifecycle:?}"
+        );
+        let templates: Vec<String> = client
+            .list_all_resource_templates()
+            .await
+            .expect("resources/templates/list")
+            .into_iter()
+            .map(|t| t.uri_template.clone())
+            .collect();
+        assert_eq!(
+            templates,
+            vec!["items://up/{id}".to_owned()],
+            "{lifecycle:?}"
+        );
+        let prompts: BTreeSet<String> = client
+            .list_all_prompts()
+            .await
+            .expect("prompts/list")
+            .into_iter()
+            .map(|p| p.name)
+            .collect();
+        assert_eq!(prompts, names(&["up_bye", "up_hi"]), "{lifecycle:?}");
+        client.cancel().await.ok();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g19_calls_through_the_proxy_never_list_the_upstream() {
+    let stack = stack(|proxy| proxy).await;
+    let client = client(&stack.front_url, Lifecycle::Modern).await;
+    let before = stack.lists.load(Ordering::SeqCst);
+    for _ in 0..4 {
+        assert_eq!(
+            call(&client, "up_a", json!({})).await["complete"]["content"][0]["text"],
+            "a"
+        );
+    }
+    assert_eq!(stack.lists.load(Ordering::SeqCst), before);
+    tool_names(&client).await;
+    assert_eq!(stack.lists.load(Ordering::SeqCst), before + 1);
+    client.cancel().await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g18_lists_arriving_together_share_reads_of_the_upstream() {
+    let stack = stack(|proxy| proxy).await;
+    let client = Arc::new(client(&stack.front_url, Lifecycle::Modern).await);
+    let before = stack.lists.load(Ordering::SeqCst);
+    let lists: Vec<_> = (0..16)
+        .map(|_| {
+            let client = Arc::clone(&client);
+            tokio::spawn(async move { tool_names(&client).await })
+        })
+        .collect();
+    for list in lists {
+        assert_eq!(list.await.expect("a list"), names(&["up_a", "up_c"]));
+    }
+    let read = stack.lists.load(Ordering::SeqCst) - before;
+    assert!(
+        (1..16).contains(&read),
+        "16 lists together read the upstream {read} times"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g18_a_copy_younger_than_relist_after_is_listed_without_asking_the_upstream() {
+    let stack = stack(|proxy| proxy.relist_after(Duration::from_secs(3600))).await;
+    let client = client(&stack.front_url, Lifecycle::Modern).await;
+    let before = stack.lists.load(Ordering::SeqCst);
+    stack.upstream.tool("b", || async { "b" }).expect("b");
+    assert_eq!(tool_names(&client).await, names(&["up_a", "up_c"]));
+    assert_eq!(stack.lists.load(Ordering::SeqCst), before);
+    client.cancel().await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g23_an_upstream_gone_away_leaves_its_last_listing_in_place() {
+    let mut stack = stack(|proxy| proxy).await;
+    let client = client(&stack.front_url, Lifecycle::Modern).await;
+    assert_eq!(tool_names(&client).await, names(&["up_a", "up_c"]));
+    drop(stack.upstream_guard.take());
+    // Listing still answers, from the copy; a call says the upstream is unreachable.
+    assert_eq!(tool_names(&client).await, names(&["up_a", "up_c"]));
+    let prompts = client.list_all_prompts().await.expect("prompts/list");
+    assert_eq!(prompts.len(), 1);
+    let failed = call(&client, "up_a", json!({})).await;
+    assert_eq!(failed["error"]["code"], -32603, "{failed}");
+    client.cancel().await.ok();
+}
