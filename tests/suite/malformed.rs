@@ -171,6 +171,54 @@ async fn a_list_with_a_cursor_the_server_never_gave_is_invalid_params() {
     }
 }
 
+/// Invalid input to a mounted child's tool, prompt or template names what the client sent
+/// (`child_multiply`, `child_greet`, `users://child/…`), not the child's own name or URI.
+#[tokio::test]
+async fn invalid_arguments_through_a_mount_name_what_the_client_asked_for() {
+    let initialize = request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    let lines = vec![
+        initialize,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+        call(
+            2,
+            json!({"name": "child_multiply", "arguments": {"a": "x", "b": 1}}),
+        ),
+        request(
+            3,
+            "prompts/get",
+            json!({"name": "child_greet", "arguments": {}}),
+        ),
+        request(
+            4,
+            "resources/read",
+            json!({"uri": "users://child/notanumber/profile"}),
+        ),
+    ];
+    let answers = stdio_exchange(&lines, 4).await;
+    let by_id: HashMap<String, Value> = answers
+        .into_iter()
+        .map(|a| (a["id"].to_string(), a))
+        .collect();
+    for (id, named) in [
+        ("2", "Invalid arguments for tool 'child_multiply': a: "),
+        ("3", "Invalid arguments for prompt 'child_greet': "),
+        (
+            "4",
+            "Invalid arguments for resource template 'users://child/notanumber/profile': id: ",
+        ),
+    ] {
+        let answer = &by_id[id];
+        assert_valid(Spec::Mcp, "JSONRPCErrorResponse", answer);
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.starts_with(named), "{message}");
+    }
+}
+
 #[tokio::test]
 async fn malformed_input_over_http_gets_json_rpc_errors() {
     let demo = common::spawn_demo_http().await;

@@ -426,18 +426,36 @@ pub(crate) fn timed_out(name: &str, limit: Duration) -> ferrymcp_types::ErrorDat
     )
 }
 
-/// A timeout error of the tool `from` (a mounted child's name), told as a call of `to`,
-/// the name the client called. Any other error passes unchanged.
-pub(crate) fn renamed_timeout(
+/// An error of the component `from` (its name or URI in a mounted child) as the client
+/// should read it: naming `to`, what the client asked for. Only the messages the framework
+/// writes itself are changed (a timeout, invalid arguments, a masked failure, a tool that
+/// needs the tasks extension); any other
+/// error passes unchanged. `kinds` are the words the messages use for the component.
+pub(crate) fn renamed(
     mut error: ferrymcp_types::ErrorData,
+    kinds: &[&str],
     from: &str,
     to: &str,
 ) -> ferrymcp_types::ErrorData {
-    let prefix = format!("Tool '{from}' execution timed out after ");
-    if error.code.0 == TIMED_OUT
-        && let Some(rest) = error.message.strip_prefix(&prefix)
-    {
-        error.message = format!("Tool '{to}' execution timed out after {rest}").into();
+    if from == to {
+        return error;
+    }
+    let quoted = format!("'{from}'");
+    let mut told = vec![
+        format!("Tool {quoted} execution timed out after "),
+        format!("Tool {quoted} requires the tasks extension"),
+    ];
+    for kind in kinds {
+        told.push(format!("Invalid arguments for {kind} {quoted}"));
+        told.push(format!("Error reading {kind} {quoted}"));
+        told.push(format!("Error rendering {kind} {quoted}"));
+    }
+    for prefix in told {
+        if let Some(rest) = error.message.strip_prefix(prefix.as_str()) {
+            let prefix = prefix.replacen(&quoted, &format!("'{to}'"), 1);
+            error.message = format!("{prefix}{rest}").into();
+            break;
+        }
     }
     error
 }

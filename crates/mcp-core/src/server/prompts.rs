@@ -273,13 +273,15 @@ impl Server {
             },
             Route::Mount { child, child_name } => {
                 let get = GetPrompt {
-                    name: child_name,
+                    name: child_name.clone(),
                     arguments,
                     version: prompt.version.clone().map(VersionSpec::exact),
                     cx: cx.for_server(&child),
                     run_middleware,
                 };
-                Box::pin(child.dispatch_get_prompt(get)).await
+                Box::pin(child.dispatch_get_prompt(get))
+                    .await
+                    .map_err(|error| crate::tool::renamed(error, &["prompt"], &child_name, &name))
             }
         }
     }

@@ -365,7 +365,12 @@ impl Server {
                     run_middleware,
                 };
                 let answer = Box::pin(child.dispatch_read(read)).await;
-                answer.map(|response| exposed(response, &child_name, &uri))
+                answer
+                    .map(|response| exposed(response, &child_name, &uri))
+                    .map_err(|error| {
+                        let kinds = ["resource", "resource template"];
+                        crate::tool::renamed(error, &kinds, &child_name, &uri)
+                    })
             }
         }
     }

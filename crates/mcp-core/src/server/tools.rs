@@ -391,7 +391,7 @@ impl Server {
                 child
                     .dispatch_call(call)
                     .await
-                    .map_err(|error| crate::tool::renamed_timeout(error, &child_name, &name))
+                    .map_err(|error| crate::tool::renamed(error, &["tool"], &child_name, &name))
             }
         }
     }
