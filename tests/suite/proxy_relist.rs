@@ -77,7 +77,7 @@ async fn stack(configure: impl FnOnce(ProxyServer) -> ProxyServer) -> Stack {
     }
 }
 
-async fn client(url: &str, lifecycle: Lifecycle) -> TestClient {
+async fn front_client(url: &str, lifecycle: Lifecycle) -> TestClient {
     connect(
         StreamableHttpClientTransport::from_uri(url.to_owned()),
         lifecycle,
@@ -105,7 +105,7 @@ fn names(list: &[&str]) -> BTreeSet<String> {
 async fn g18_a_list_through_the_proxy_shows_what_the_upstream_serves_now() {
     for lifecycle in [Lifecycle::Legacy, Lifecycle::Modern] {
         let stack = stack(|proxy| proxy).await;
-        let client = client(&stack.front_url, lifecycle).await;
+        let client = front_client(&stack.front_url, lifecycle).await;
         assert_eq!(tool_names(&client).await, names(&["up_a", "up_c"]));
 
         // The upstream changes after the proxy was built.
@@ -184,7 +184,7 @@ async fn g18_a_list_through_the_proxy_shows_what_the_upstream_serves_now() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn g19_calls_through_the_proxy_never_list_the_upstream() {
     let stack = stack(|proxy| proxy).await;
-    let client = client(&stack.front_url, Lifecycle::Modern).await;
+    let client = front_client(&stack.front_url, Lifecycle::Modern).await;
     let before = stack.lists.load(Ordering::SeqCst);
     for _ in 0..4 {
         assert_eq!(
@@ -201,7 +201,7 @@ async fn g19_calls_through_the_proxy_never_list_the_upstream() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn g18_lists_arriving_together_share_reads_of_the_upstream() {
     let stack = stack(|proxy| proxy).await;
-    let client = Arc::new(client(&stack.front_url, Lifecycle::Modern).await);
+    let client = Arc::new(front_client(&stack.front_url, Lifecycle::Modern).await);
     let before = stack.lists.load(Ordering::SeqCst);
     let lists: Vec<_> = (0..16)
         .map(|_| {
@@ -222,7 +222,7 @@ async fn g18_lists_arriving_together_share_reads_of_the_upstream() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn g18_a_copy_younger_than_relist_after_is_listed_without_asking_the_upstream() {
     let stack = stack(|proxy| proxy.relist_after(Duration::from_secs(3600))).await;
-    let client = client(&stack.front_url, Lifecycle::Modern).await;
+    let client = front_client(&stack.front_url, Lifecycle::Modern).await;
     let before = stack.lists.load(Ordering::SeqCst);
     stack.upstream.tool("b", || async { "b" }).expect("b");
     assert_eq!(tool_names(&client).await, names(&["up_a", "up_c"]));
@@ -233,7 +233,7 @@ async fn g18_a_copy_younger_than_relist_after_is_listed_without_asking_the_upstr
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn g23_an_upstream_gone_away_leaves_its_last_listing_in_place() {
     let mut stack = stack(|proxy| proxy).await;
-    let client = client(&stack.front_url, Lifecycle::Modern).await;
+    let client = front_client(&stack.front_url, Lifecycle::Modern).await;
     assert_eq!(tool_names(&client).await, names(&["up_a", "up_c"]));
     drop(stack.upstream_guard.take());
     // Listing still answers, from the copy; a call says the upstream is unreachable.
@@ -242,5 +242,56 @@ async fn g23_an_upstream_gone_away_leaves_its_last_listing_in_place() {
     assert_eq!(prompts.len(), 1);
     let failed = call(&client, "up_a", json!({})).await;
     assert_eq!(failed["error"]["code"], -32603, "{failed}");
+    client.cancel().await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g23_a_lazily_built_proxy_reads_its_upstream_on_the_first_list() {
+    let (upstream, lists) = upstream();
+    let (upstream_url, _upstream_guard) = serve(upstream).await;
+    let proxy = ProxyServer::new(Upstream::http("up", HttpTarget::new(upstream_url))).build_lazy();
+    assert_eq!(lists.load(Ordering::SeqCst), 0, "built without a request");
+    let (proxy_url, _proxy_guard) = serve(proxy).await;
+    let client = front_client(&proxy_url, Lifecycle::Modern).await;
+    assert_eq!(tool_names(&client).await, names(&["a", "c"]));
+    assert_eq!(
+        call(&client, "a", json!({})).await["complete"]["content"][0]["text"],
+        "a"
+    );
+    let prompts = client.list_all_prompts().await.expect("prompts/list");
+    assert_eq!(prompts.len(), 1);
+    client.cancel().await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g23_a_lazily_built_proxy_of_a_dead_upstream_starts_and_its_lists_say_why() {
+    // A port nothing listens on.
+    let free = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let dead = format!("http://{}/mcp", free.local_addr().expect("addr"));
+    drop(free);
+    let proxy = ProxyServer::new(Upstream::http("up", HttpTarget::new(dead))).build_lazy();
+    let (proxy_url, _proxy_guard) = serve(proxy.clone()).await;
+    let client = front_client(&proxy_url, Lifecycle::Modern).await;
+    let error = client
+        .list_all_tools()
+        .await
+        .expect_err("no listing without the upstream");
+    let rmcp::ServiceError::McpError(error) = error else {
+        panic!("a JSON-RPC error, not {error:?}");
+    };
+    assert_eq!(error.code.0, -32603, "{error:?}");
+    assert!(
+        error.message.contains("up"),
+        "names the upstream: {error:?}"
+    );
+    client.cancel().await.ok();
+
+    // Mounted, it is left out of its parent's listing; the parent's own tools are listed.
+    let front = Server::new("front");
+    front.tool("local", || async { "here" }).expect("local");
+    front.mount(&proxy, "up").expect("mount");
+    let (front_url, _front_guard) = serve(front).await;
+    let client = front_client(&front_url, Lifecycle::Modern).await;
+    assert_eq!(tool_names(&client).await, names(&["local"]));
     client.cancel().await.ok();
 }

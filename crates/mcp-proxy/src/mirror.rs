@@ -11,7 +11,11 @@
 //!
 //! Lists arriving together share one read: a list waits for a read that is under way and
 //! reads again only if that read began before the list arrived. When the upstream cannot
-//! be read, the list answers from the copy it has, with a warning.
+//! be read, the list answers from the copy it has, with a warning; a proxy built lazily
+//! ([`ProxyServer::build_lazy`]) has no copy until its upstream first answers, and its
+//! lists fail with the reason until then.
+//!
+//! [`ProxyServer::build_lazy`]: crate::ProxyServer::build_lazy
 //!
 //! [`ProxyServer::relist_after`]: crate::ProxyServer::relist_after
 
@@ -20,7 +24,7 @@ use std::{
     time::Duration,
 };
 
-use ferrymcp_core::{ListKind, Server, ServerError, TaskConfig};
+use ferrymcp_core::{ListKind, Server, ServerError, TaskConfig, types::ErrorData};
 use serde::Serialize;
 use serde_json::Value;
 use tokio::{sync::Mutex, time::Instant};
@@ -45,6 +49,8 @@ struct Listings {
     templates: HashMap<String, Value>,
     prompts: HashMap<String, Value>,
     read_at: HashMap<ListKind, Instant>,
+    /// Whether updates of the upstream's resources are relayed (from the first read on).
+    relaying: bool,
 }
 
 impl Mirror {
@@ -63,25 +69,27 @@ impl Mirror {
     }
 
     /// Reads every kind and registers it on `server`; any failure fails the whole (the
-    /// server is being built). Returns the URIs of the upstream's resources.
-    pub(crate) async fn fill(&self, server: &Server) -> Result<Vec<String>, ProxyError> {
+    /// server is being built).
+    pub(crate) async fn fill(&self, server: &Server) -> Result<(), ProxyError> {
         let config = |e: ServerError| ProxyError::Config(e.to_string());
         let mut copy = self.copy.lock().await;
         for kind in ListKind::ALL {
             self.read(server, &mut copy, kind).await?.map_err(config)?;
         }
-        Ok(copy.resources.keys().cloned().collect())
+        Ok(())
     }
 
-    /// Reads `kind` again unless the copy is fresh enough; a failure leaves the copy as it
-    /// is, with a warning.
-    pub(crate) async fn refresh(&self, server: &Server, kind: ListKind) {
+    /// Reads `kind` again unless the copy is fresh enough. A failure leaves the copy as it
+    /// is, with a warning; with no copy yet (a proxy built lazily whose upstream has not
+    /// answered), the listing fails with the reason.
+    pub(crate) async fn refresh(&self, server: &Server, kind: ListKind) -> Result<(), ErrorData> {
         let arrived = Instant::now();
         let mut copy = self.copy.lock().await;
-        if let Some(&read_at) = copy.read_at.get(&kind)
+        let read_at = copy.read_at.get(&kind).copied();
+        if let Some(read_at) = read_at
             && (read_at >= arrived || read_at.elapsed() < self.relist_after)
         {
-            return;
+            return Ok(());
         }
         match self.read(server, &mut copy, kind).await {
             Ok(Ok(())) => {}
@@ -90,6 +98,7 @@ impl Mirror {
                 %error,
                 "an upstream component could not be registered; the others are listed"
             ),
+            Err(error) if read_at.is_none() => return Err(error.into_error_data()),
             Err(error) => tracing::warn!(
                 upstream = %self.upstream.name(),
                 %error,
@@ -97,6 +106,7 @@ impl Mirror {
                 method(kind)
             ),
         }
+        Ok(())
     }
 
     /// Reads the upstream's listing of `kind` and brings `server` in line with it. The outer
@@ -146,6 +156,11 @@ impl Mirror {
                     |uri| server.remove_resource(uri),
                     |t| server.add_resource(components::proxy_template(upstream, t, completes)),
                 );
+                if !copy.relaying {
+                    copy.relaying = true;
+                    let uris = copy.resources.keys().cloned().collect();
+                    crate::updates::relay(server, upstream.clone(), uris);
+                }
                 resources.and(templates)
             }
             ListKind::Prompts => {

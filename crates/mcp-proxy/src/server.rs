@@ -110,25 +110,50 @@ impl ProxyServer {
     /// # Ok(()) }
     /// ```
     pub async fn build(self) -> Result<Server, ProxyError> {
-        let name = self.name.unwrap_or_else(|| self.upstream.name().to_owned());
-        let server = Server::new(name);
-        if let Some(instructions) = self.upstream.instructions().await? {
+        let instructions = self.upstream.instructions().await?;
+        let (server, mirror) = self.parts();
+        if let Some(instructions) = instructions {
             server.set_instructions(instructions);
         }
+        mirror.fill(&server).await?;
+        Self::keep_up(&server, mirror);
+        Ok(server)
+    }
+
+    /// Returns the server at once, without reaching the upstream. Each kind of component is
+    /// read on the first list that reaches the server; until the upstream has answered, its
+    /// lists fail with the reason (a parent lists without it, with a warning) and calls of
+    /// its tools are unknown. The upstream's instructions are not taken: a server's
+    /// identity is read when it is served, before the upstream is. For a server that should
+    /// start whether or not its upstream is up.
+    ///
+    /// ```
+    /// let upstream = ferrymcp_proxy::Upstream::http("api", ferrymcp_proxy::HttpTarget::new("http://127.0.0.1:1/mcp"));
+    /// let proxy = ferrymcp_proxy::ProxyServer::new(upstream).build_lazy();
+    /// assert_eq!(proxy.name(), "api");
+    /// ```
+    pub fn build_lazy(self) -> Server {
+        let (server, mirror) = self.parts();
+        Self::keep_up(&server, mirror);
+        server
+    }
+
+    /// The empty server and the mirror that fills it.
+    fn parts(self) -> (Server, Arc<Mirror>) {
+        let name = self.name.unwrap_or_else(|| self.upstream.name().to_owned());
+        let server = Server::new(name);
         server.insert_state(ProxyState {
             upstream: self.upstream.clone(),
         });
-        let mirror = Arc::new(Mirror::new(
-            self.upstream.clone(),
-            self.task_modes,
-            self.relist_after,
-        ));
-        let watchable = mirror.fill(&server).await?;
-        crate::updates::relay(&server, self.upstream.clone(), watchable);
+        let mirror = Mirror::new(self.upstream, self.task_modes, self.relist_after);
+        (server, Arc::new(mirror))
+    }
+
+    /// Has every list reaching `server` bring it in line with the upstream first.
+    fn keep_up(server: &Server, mirror: Arc<Mirror>) {
         server.before_list(move |server, kind| {
             let mirror = Arc::clone(&mirror);
             async move { mirror.refresh(&server, kind).await }
         });
-        Ok(server)
     }
 }

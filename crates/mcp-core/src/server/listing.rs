@@ -82,7 +82,7 @@ impl Server {
         cx: &Context,
         run_middleware: bool,
     ) -> Result<Vec<L>, ErrorData> {
-        self.run_list_hook(L::LIST).await;
+        self.run_list_hook(L::LIST).await?;
         let visibility: Arc<Visibility> = self.inner.visibility.load_full();
         // What the caller may not use is left out (per caller: no list_changed for it).
         let matcher =

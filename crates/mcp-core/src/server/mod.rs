@@ -49,7 +49,8 @@ use crate::{
 
 type StartHook = Arc<dyn Fn(Server) -> BoxFuture<'static, Result<(), BoxError>> + Send + Sync>;
 type StopHook = Arc<dyn Fn(Server) -> BoxFuture<'static, ()> + Send + Sync>;
-type ListHook = Arc<dyn Fn(Server, ListKind) -> BoxFuture<'static, ()> + Send + Sync>;
+type ListHook =
+    Arc<dyn Fn(Server, ListKind) -> BoxFuture<'static, Result<(), ErrorData>> + Send + Sync>;
 
 /// One MCP server: its tools, mounted children, middleware and extensions.
 ///
@@ -822,7 +823,9 @@ impl Server {
     /// `tools/list`, `resources/list`, `resources/templates/list` or `prompts/list` reaching
     /// it, directly or through a mount above it), and waits for it. A server whose
     /// components mirror another source refreshes them here; what the hook adds or removes
-    /// is in the listing it precedes. A later call replaces the hook.
+    /// is in the listing it precedes. An error fails this server's listing: the client gets
+    /// it, or a parent lists without this server, with a warning. A later call replaces the
+    /// hook.
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -832,6 +835,7 @@ impl Server {
     ///     if kind == ListKind::Tools {
     ///         let _ = server.tool("late", || async {}); // a duplicate the second time
     ///     }
+    ///     Ok(())
     /// });
     /// assert_eq!(s.list_tools().await.unwrap().len(), 1);
     /// # });
@@ -839,7 +843,7 @@ impl Server {
     pub fn before_list<F, Fut>(&self, hook: F) -> &Self
     where
         F: Fn(Server, ListKind) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = ()> + Send + 'static,
+        Fut: Future<Output = Result<(), ErrorData>> + Send + 'static,
     {
         let hook: ListHook = Arc::new(move |server, kind| Box::pin(hook(server, kind)));
         self.inner.list_hook.store(Some(Arc::new(hook)));
@@ -847,10 +851,11 @@ impl Server {
     }
 
     /// Runs the [`before_list`](Self::before_list) hook, if there is one.
-    pub(crate) async fn run_list_hook(&self, kind: ListKind) {
+    pub(crate) async fn run_list_hook(&self, kind: ListKind) -> Result<(), ErrorData> {
         let hook = self.inner.list_hook.load_full();
-        if let Some(hook) = hook {
-            hook(self.clone(), kind).await;
+        match hook {
+            Some(hook) => hook(self.clone(), kind).await,
+            None => Ok(()),
         }
     }
 
