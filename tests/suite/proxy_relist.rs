@@ -295,3 +295,32 @@ async fn g23_a_lazily_built_proxy_of_a_dead_upstream_starts_and_its_lists_say_wh
     assert_eq!(tool_names(&client).await, names(&["local"]));
     client.cancel().await.ok();
 }
+
+/// An upstream whose `tools/list` hangs is listed from the copy: the listing waits for it only
+/// a short while (2 s), not for the upstream's call timeout. The read goes on, and once the
+/// upstream answers again, the lists after it see what it serves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g18_a_hanging_upstream_list_is_answered_from_the_copy() {
+    let stack = stack(|proxy| proxy).await;
+    let (open, gate) = tokio::sync::watch::channel(true);
+    stack.upstream.add_middleware(from_fn(
+        move |list: ListTools, next: Next<'_, ListTools>| {
+            let mut gate = gate.clone();
+            Box::pin(async move {
+                let _ = gate.wait_for(|open| *open).await;
+                next.run(list).await
+            })
+        },
+    ));
+    let client = front_client(&stack.front_url, Lifecycle::Modern).await;
+    open.send_replace(false);
+    stack.upstream.tool("b", || async { "b" }).expect("b");
+    // Far below the upstream's call timeout (60 s): the listing did not wait for it.
+    let listed = tokio::time::timeout(Duration::from_secs(20), tool_names(&client))
+        .await
+        .expect("listed without waiting for the hanging upstream");
+    assert_eq!(listed, names(&["up_a", "up_c"]));
+    open.send_replace(true);
+    assert_eq!(tool_names(&client).await, names(&["up_a", "up_b", "up_c"]));
+    client.cancel().await.ok();
+}

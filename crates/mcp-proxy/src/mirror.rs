@@ -10,7 +10,9 @@
 //! the copy and never list.
 //!
 //! Lists arriving together share one read: a list waits for a read that is under way and
-//! reads again only if that read began before the list arrived. When the upstream cannot
+//! reads again only if that read began before the list arrived. A list waits at most 2 s
+//! for the upstream: a slower one is listed from the copy, and the read goes on in the
+//! background for the lists after it. When the upstream cannot
 //! be read, the list answers from the copy it has, with a warning; a proxy built lazily
 //! ([`ProxyServer::build_lazy`]) has no copy until its upstream first answers, and its
 //! lists fail with the reason until then.
@@ -21,6 +23,10 @@
 
 use std::{
     collections::{HashMap, HashSet},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
     time::Duration,
 };
 
@@ -38,6 +44,20 @@ pub(crate) struct Mirror {
     task_modes: HashMap<String, TaskConfig>,
     relist_after: Duration,
     copy: Mutex<Listings>,
+    /// Whether each kind was read once (by index), readable while a read holds `copy`.
+    copied: [AtomicBool; 3],
+}
+
+/// How long a list waits for the upstream's list before it answers from the copy.
+const READ_WAIT: Duration = Duration::from_secs(2);
+
+/// `kind`'s place in [`Mirror::copied`].
+fn index(kind: ListKind) -> usize {
+    match kind {
+        ListKind::Tools => 0,
+        ListKind::Resources => 1,
+        ListKind::Prompts => 2,
+    }
 }
 
 /// The upstream's listings as last registered: each component's wire form by key, and when
@@ -49,6 +69,10 @@ struct Listings {
     templates: HashMap<String, Value>,
     prompts: HashMap<String, Value>,
     read_at: HashMap<ListKind, Instant>,
+    /// When each kind's last read began, whether it succeeded or not.
+    tried_at: HashMap<ListKind, Instant>,
+    /// Why the last read of a kind that was never read failed.
+    failures: HashMap<ListKind, ErrorData>,
     /// Whether updates of the upstream's resources are relayed (from the first read on).
     relaying: bool,
 }
@@ -65,6 +89,7 @@ impl Mirror {
             task_modes,
             relist_after,
             copy: Mutex::new(Listings::default()),
+            copied: Default::default(),
         }
     }
 
@@ -79,11 +104,63 @@ impl Mirror {
         Ok(())
     }
 
-    /// Reads `kind` again unless the copy is fresh enough. A failure leaves the copy as it
-    /// is, with a warning; with no copy yet (a proxy built lazily whose upstream has not
-    /// answered), the listing fails with the reason.
-    pub(crate) async fn refresh(&self, server: &Server, kind: ListKind) -> Result<(), ErrorData> {
+    /// Reads `kind` again unless the copy is fresh enough, waiting for the read at most
+    /// [`READ_WAIT`]: a slower upstream is listed from the copy while its read goes on (and
+    /// updates the copy for the lists after it). A failure leaves the copy as it is, with a
+    /// warning; with no copy yet (a proxy built lazily whose upstream has not answered),
+    /// the listing fails with the reason.
+    pub(crate) async fn refresh(
+        self: &Arc<Self>,
+        server: &Server,
+        kind: ListKind,
+    ) -> Result<(), ErrorData> {
         let arrived = Instant::now();
+        let mirror = Arc::clone(self);
+        let weak = server.downgrade();
+        let read = tokio::spawn(async move {
+            match weak.upgrade() {
+                Some(server) => mirror.read_if_stale(&server, kind, arrived).await,
+                None => Ok(()),
+            }
+        });
+        let name = self.upstream.name();
+        match tokio::time::timeout(READ_WAIT, read).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(failed)) => Err(ErrorData::internal_error(
+                format!(
+                    "reading the {} of upstream '{name}' failed: {failed}",
+                    method(kind)
+                ),
+                None,
+            )),
+            Err(_) if self.copied[index(kind)].load(Ordering::Acquire) => {
+                tracing::warn!(
+                    upstream = %name,
+                    "the upstream's {} takes more than {} s; listing the last copy",
+                    method(kind),
+                    READ_WAIT.as_secs()
+                );
+                Ok(())
+            }
+            Err(_) => Err(ErrorData::internal_error(
+                format!(
+                    "upstream '{name}' has not answered {} within {} s",
+                    method(kind),
+                    READ_WAIT.as_secs()
+                ),
+                None,
+            )),
+        }
+    }
+
+    /// [`refresh`](Self::refresh)'s read, one at a time: skipped when the copy is fresh
+    /// enough, or when a read began after this list arrived (its outcome is this list's).
+    async fn read_if_stale(
+        &self,
+        server: &Server,
+        kind: ListKind,
+        arrived: Instant,
+    ) -> Result<(), ErrorData> {
         let mut copy = self.copy.lock().await;
         let read_at = copy.read_at.get(&kind).copied();
         if let Some(read_at) = read_at
@@ -91,6 +168,17 @@ impl Mirror {
         {
             return Ok(());
         }
+        if copy
+            .tried_at
+            .get(&kind)
+            .is_some_and(|tried| *tried >= arrived)
+        {
+            return match (read_at, copy.failures.get(&kind)) {
+                (None, Some(error)) => Err(error.clone()),
+                _ => Ok(()),
+            };
+        }
+        copy.tried_at.insert(kind, Instant::now());
         match self.read(server, &mut copy, kind).await {
             Ok(Ok(())) => {}
             Ok(Err(error)) => tracing::warn!(
@@ -98,7 +186,11 @@ impl Mirror {
                 %error,
                 "an upstream component could not be registered; the others are listed"
             ),
-            Err(error) if read_at.is_none() => return Err(error.into_error_data()),
+            Err(error) if read_at.is_none() => {
+                let error = error.into_error_data();
+                copy.failures.insert(kind, error.clone());
+                return Err(error);
+            }
             Err(error) => tracing::warn!(
                 upstream = %self.upstream.name(),
                 %error,
@@ -176,6 +268,7 @@ impl Mirror {
             }
         };
         copy.read_at.insert(kind, began);
+        self.copied[index(kind)].store(true, Ordering::Release);
         Ok(outcome)
     }
 }

@@ -1,5 +1,6 @@
 //! The four list methods share one walk: this server's visible components, then each
-//! mount's list (through the child's middleware) renamed into this server's namespace,
+//! mount's list (through the child's middleware; the mounts list concurrently, their
+//! results kept in mount order) renamed into this server's namespace,
 //! filtered by this server's visibility; a failing child is skipped with a warning
 //!.
 
@@ -97,15 +98,20 @@ impl Server {
             .filter(|c| visibility.allows(c.key(), c.tags()) && usable(c.requirement()))
             .collect();
         let mounts = self.inner.mounts.load_full();
-        for mount in mounts.iter() {
-            if !usable(&mount.requirement) {
-                continue;
-            }
+        // The mounts list at the same time (a proxy waits on its upstream), in order.
+        let lists = mounts
+            .iter()
+            .filter(|mount| usable(&mount.requirement))
+            .map(|mount| async move {
+                let child = &mount.child;
+                let listed = child
+                    .list_of::<L>(cx.for_server(child), run_middleware)
+                    .await;
+                (mount, listed)
+            });
+        for (mount, from_child) in futures::future::join_all(lists).await {
             let child = &mount.child;
-            match child
-                .list_of::<L>(cx.for_server(child), run_middleware)
-                .await
-            {
+            match from_child {
                 Ok(from_child) => listed.extend(
                     from_child
                         .into_iter()
