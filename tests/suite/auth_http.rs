@@ -334,6 +334,41 @@ async fn au6_a_token_in_the_query_string_is_not_accepted() {
     served.stop().await;
 }
 
+/// A token in the URL next to a valid one in the header is not served: one method only
+/// (RFC 6750 §2), `400 invalid_request`.
+#[tokio::test]
+async fn au6_a_token_in_the_query_string_beside_the_header_is_a_bad_request() {
+    let served = Served::start(None).await;
+    let response = served
+        .client
+        .post(format!("{}?x=1&access_token=alice", served.url))
+        .header("authorization", "Bearer alice")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string())
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(response.status(), 400);
+    let challenge = challenge(&response);
+    assert!(
+        challenge.contains("error=\"invalid_request\""),
+        "{challenge}"
+    );
+    assert!(challenge.contains("resource_metadata=\""), "{challenge}");
+    let body: Value = response.json().await.expect("JSON");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("header only") && !m.contains("alice")),
+        "{body}"
+    );
+    // The same token in the header alone is served.
+    let response = served.post(Some("alice"), "tools/list", json!({})).await;
+    assert_eq!(response.status(), 200);
+    served.stop().await;
+}
+
 #[tokio::test]
 async fn au8_every_route_of_the_endpoint_needs_a_token() {
     let served = Served::start(None).await;

@@ -750,3 +750,53 @@ async fn au11_an_unknown_kid_refetches_once_the_interval_has_passed() {
         assert!(auth.counters().await.jwks >= 2);
     }
 }
+
+/// An audience configured as `HTTP://127.0.0.1:7/mcp/` accepts tokens for the canonical URI
+/// (`http://127.0.0.1:7/mcp`), the one the protected-resource metadata advertises and
+/// clients ask their tokens for; JWTs and introspection alike.
+#[tokio::test]
+async fn au2_au5_an_audience_in_another_form_accepts_tokens_for_its_canonical_uri() {
+    let auth = AuthServer::shared();
+    let token = auth.token(CLIENT_A, RESOURCE, "read").await;
+    let shouted = "HTTP://127.0.0.1:7/mcp/";
+    let verified = jwt_verifier(auth, shouted)
+        .verify(&token)
+        .await
+        .expect("a token for the canonical URI");
+    assert_eq!(verified.principal.client_id, CLIENT_A);
+    let other = auth.token(CLIENT_A, OTHER_RESOURCE, "read").await;
+    assert_eq!(
+        invalid(jwt_verifier(auth, shouted).verify(&other).await),
+        "the token is for another audience"
+    );
+    let opaque = auth.opaque_token(OPAQUE_A, RESOURCE, "read").await;
+    introspection(auth, shouted)
+        .verify(&opaque)
+        .await
+        .expect("an opaque token for the canonical URI");
+}
+
+/// A token naming neither a subject nor a client would make every such token one caller.
+#[tokio::test]
+async fn au16_a_token_naming_no_subject_and_no_client_is_invalid() {
+    let auth = AuthServer::shared();
+    let mut claims = good_claims(auth);
+    let object = claims.as_object_mut().expect("an object");
+    object.remove("sub");
+    object.remove("client_id");
+    let token = auth.mint(json!({}), claims.clone()).await;
+    assert_eq!(
+        invalid(jwt_verifier(auth, RESOURCE).verify(&token).await),
+        "the token names neither a subject (sub) nor a client (client_id)"
+    );
+    // Either one is enough.
+    for (name, value) in [("sub", "svc"), ("client_id", "app")] {
+        let mut named = claims.clone();
+        named[name] = json!(value);
+        let token = auth.mint(json!({}), named).await;
+        jwt_verifier(auth, RESOURCE)
+            .verify(&token)
+            .await
+            .expect("a token naming one");
+    }
+}

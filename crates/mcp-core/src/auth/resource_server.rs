@@ -364,6 +364,16 @@ impl ResourceServer {
         challenge
     }
 
+    /// The `WWW-Authenticate` value of a 400 for a request that carries its token wrongly
+    /// (in more than one place).
+    pub(crate) fn challenge_bad_request(&self, description: &str) -> String {
+        format!(
+            "Bearer error=\"invalid_request\", error_description=\"{}\", resource_metadata=\"{}\"",
+            quoted(description),
+            self.metadata_url
+        )
+    }
+
     /// The `WWW-Authenticate` value of a 403: `scopes` are every scope the operation needs.
     pub(crate) fn challenge_insufficient(&self, scopes: &[String]) -> String {
         let mut all = self.required_scopes.clone();
@@ -397,6 +407,13 @@ impl ResourceServer {
         }
         self.metadata = Arc::new(metadata);
     }
+}
+
+/// The canonical form of an `http(s)` resource URI, if it is one.
+pub(crate) fn canonical_uri(resource: &str) -> Option<String> {
+    canonical(resource)
+        .ok()
+        .map(|(origin, path)| format!("{origin}{path}"))
 }
 
 /// The canonical form of a resource URI, split into origin and path.

@@ -101,6 +101,25 @@ pub fn audience_accepted(claims: &JsonObject, accepted: &[String]) -> bool {
 }
 
 /// The audience check with the message a client gets: no `aud`, or another one.
+/// A token must name whom it is for: a subject (`sub`) or a client (`client_id`, `azp` or
+/// `cid`). One naming neither would make every such token the same caller (one owner of
+/// tasks).
+pub(crate) fn check_identity(claims: &JsonObject) -> Result<(), VerifyError> {
+    let named = ["sub", "client_id", "azp", "cid"].into_iter().any(|name| {
+        claims
+            .get(name)
+            .and_then(Value::as_str)
+            .is_some_and(|value| !value.is_empty())
+    });
+    if named {
+        Ok(())
+    } else {
+        Err(VerifyError::Invalid(
+            "the token names neither a subject (sub) nor a client (client_id)".into(),
+        ))
+    }
+}
+
 pub(crate) fn check_audience(claims: &JsonObject, accepted: &[String]) -> Result<(), VerifyError> {
     if !claims.contains_key("aud") {
         return Err(VerifyError::Invalid(

@@ -15,7 +15,7 @@ use url::{Url, form_urlencoded};
 
 use super::{
     AuthConfigError, TokenVerifier, Verified, VerifyError,
-    claims::{check_audience, check_times, principal_from_claims},
+    claims::{check_audience, check_identity, check_times, principal_from_claims},
     fetch::{DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT, Fetcher, parse_http_url, redacted},
     jwt::check_audiences,
 };
@@ -276,7 +276,7 @@ impl IntrospectionVerifierBuilder {
                 endpoint,
                 client_id,
                 authorization,
-                audiences: self.audiences,
+                audiences: super::jwt::with_canonical_forms(self.audiences),
                 issuer: self.issuer,
                 allow_missing_audience: self.allow_missing_audience,
                 leeway: self.leeway,
@@ -395,6 +395,7 @@ impl IntrospectionVerifier {
         if answer.contains_key("aud") || !inner.allow_missing_audience {
             check_audience(&answer, &inner.audiences)?;
         }
+        check_identity(&answer)?;
         Ok(Verified {
             principal: principal_from_claims(answer),
             expires_at,
@@ -472,10 +473,17 @@ mod tests {
     #[test]
     fn au12_allow_missing_audience_accepts_no_aud_but_not_another() {
         let v = verifier(true);
-        assert!(v.check(answer(json!({"active": true}))).is_ok());
+        // An answer naming no subject and no client is refused (AU16).
+        assert!(v.check(answer(json!({"active": true}))).is_err());
         assert!(
-            v.check(answer(json!({"active": true, "aud": "https://other"})))
-                .is_err()
+            v.check(answer(json!({"active": true, "client_id": "app"})))
+                .is_ok()
+        );
+        assert!(
+            v.check(answer(
+                json!({"active": true, "client_id": "app", "aud": "https://other"})
+            ))
+            .is_err()
         );
     }
 

@@ -197,7 +197,9 @@ mod tests {
         format!(
             "{}.{}.c2ln",
             part(serde_json::json!({"alg": "RS256"})),
-            part(serde_json::json!({"iss": iss, "aud": "urn:me", "exp": 4_000_000_000u64}))
+            part(
+                serde_json::json!({"iss": iss, "aud": "urn:me", "sub": "s", "exp": 4_000_000_000u64})
+            )
         )
     }
 

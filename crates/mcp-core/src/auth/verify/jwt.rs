@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::{
     AuthConfigError, TokenVerifier, Verified, VerifyError,
-    claims::{check_audience, check_times, principal_from_claims},
+    claims::{check_audience, check_identity, check_times, principal_from_claims},
     fetch::{DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT, Fetcher, parse_http_url, redacted},
     jwks::{DEFAULT_MAX_AGE, DEFAULT_REFETCH_INTERVAL, Jwks, KeySource},
 };
@@ -176,8 +176,9 @@ impl JwtVerifier {
 
 impl JwtVerifierBuilder {
     /// Accepts tokens whose `aud` contains `audience` (this server's canonical URI, such as
-    /// `https://mcp.example.com/mcp`, compared exactly). At least one is required; call it
-    /// again to accept several.
+    /// `https://mcp.example.com/mcp`, compared exactly; a URL given in another form, such as
+    /// `HTTPS://mcp.example.com/mcp/`, also accepts its canonical form). At least one is
+    /// required; call it again to accept several.
     ///
     /// ```
     /// let v = ferrymcp_core::auth::verify::JwtVerifier::builder("https://as")
@@ -348,7 +349,7 @@ impl JwtVerifierBuilder {
         Ok(JwtVerifier {
             inner: Arc::new(Inner {
                 issuer: self.issuer,
-                audiences: self.audiences,
+                audiences: with_canonical_forms(self.audiences),
                 algorithms,
                 leeway: self.leeway,
                 jwks: Jwks::new(source, fetcher, self.refetch_interval, self.key_max_age),
@@ -366,6 +367,23 @@ pub(crate) fn check_audiences(audiences: &[String]) -> Result<(), AuthConfigErro
         return Err(AuthConfigError::EmptyAudience);
     }
     Ok(())
+}
+
+/// `audiences`, each URL followed by its canonical form when that differs (a configured
+/// `HTTP://host/mcp/` also accepts `http://host/mcp`, the URI the protected-resource metadata
+/// advertises and clients ask their tokens for).
+pub(crate) fn with_canonical_forms(audiences: Vec<String>) -> Vec<String> {
+    let mut all = Vec::with_capacity(audiences.len());
+    for audience in audiences {
+        let canonical = crate::auth::resource_server::canonical_uri(&audience);
+        all.push(audience);
+        if let Some(canonical) = canonical
+            && !all.contains(&canonical)
+        {
+            all.push(canonical);
+        }
+    }
+    all
 }
 
 fn parse_algorithms(names: &[String]) -> Result<Vec<Algorithm>, AuthConfigError> {
@@ -500,6 +518,7 @@ impl JwtVerifier {
         }
         let expires_at = check_times(claims, SystemTime::now(), self.inner.leeway, true)?;
         check_audience(claims, &self.inner.audiences)?;
+        check_identity(claims)?;
 
         let kid = header.get("kid").and_then(Value::as_str);
         let set = self.inner.jwks.keys_for(kid).await?;

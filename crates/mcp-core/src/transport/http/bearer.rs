@@ -72,14 +72,28 @@ impl Gate {
         parts: &mut http::request::Parts,
         log: &RejectLog,
     ) -> Result<Caller, Response> {
-        let token = match bearer(&parts.headers) {
+        let in_query = parts.uri.query().is_some_and(|query| {
+            query
+                .split('&')
+                .any(|pair| pair.starts_with("access_token="))
+        });
+        let header = bearer(&parts.headers);
+        if in_query && !matches!(header, Err(Missing::NoToken)) {
+            // A token in the URL as well as in the header: one method only (RFC 6750 §2).
+            let why = "the access token is sent in both the Authorization header and the URL; send it in the header only";
+            log.refused(Kind::Auth, &why);
+            let mut response = json_rpc_error(
+                http::StatusCode::BAD_REQUEST,
+                serde_json::Value::Null,
+                UNAUTHORIZED,
+                format!("Bad request: {why}"),
+            );
+            insert_challenge(&mut response, &self.resource.challenge_bad_request(why));
+            return Err(response);
+        }
+        let token = match header {
             Ok(token) => token,
             Err(Missing::NoToken) => {
-                let in_query = parts.uri.query().is_some_and(|query| {
-                    query
-                        .split('&')
-                        .any(|pair| pair.starts_with("access_token="))
-                });
                 let message = if in_query {
                     "Unauthorized: send the access token in the Authorization header, never in the URL"
                 } else {
