@@ -40,7 +40,7 @@
 //! | resource, template or prompt | what |
 //! |---|---|
 //! | resource `demo://readme` | a short Markdown text about the demo |
-//! | template `users://child/{id}/profile` | a JSON profile for user `id` (on the child); `id` completes to `ada`, `alan`, `grace` |
+//! | template `users://child/{id}/profile` | a JSON profile for user `id` (on the child); `id` (a number) completes to `1`, `7`, `42` |
 //! | prompt `child_greet(name, style?)` | a greeting request for a model (on the child); `style` completes to `casual`, `formal` |
 //!
 //! A 2026-07-28 request that opts in to the tasks extension (in its `_meta`) gets a
@@ -303,9 +303,10 @@ fn demo_server(
             .name("user_profile")
             .description("A user's profile")
             .mime_type("application/json")
-            .complete("id", |c: Completion| async move {
-                c.matching(["ada", "alan", "grace"])
-            }),
+            .complete(
+                "id",
+                |c: Completion| async move { c.matching(["1", "7", "42"]) },
+            ),
     )?;
     child.add_prompt(
         PromptDef::new("greet", greet)
