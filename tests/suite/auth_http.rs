@@ -311,18 +311,27 @@ async fn au4_an_invalid_token_gets_401_invalid_token() {
     served.stop().await;
 }
 
-#[tokio::test]
-async fn au6_a_token_in_the_query_string_is_not_accepted() {
-    let served = Served::start(None).await;
-    let response = served
+/// A `ping` posted to the endpoint with `query` in its URL, and `bearer` in the header.
+async fn ping_with_query(served: &Served, query: &str, bearer: Option<&str>) -> reqwest::Response {
+    let mut request = served
         .client
-        .post(format!("{}?access_token=alice", served.url))
+        .post(format!("{}?{query}", served.url))
         .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
+        .header("accept", "application/json, text/event-stream");
+    if let Some(token) = bearer {
+        request = request.bearer_auth(token);
+    }
+    request
         .body(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string())
         .send()
         .await
-        .expect("POST");
+        .expect("POST")
+}
+
+#[tokio::test]
+async fn au6_a_token_in_the_query_string_is_not_accepted() {
+    let served = Served::start(None).await;
+    let response = ping_with_query(&served, "access_token=alice", None).await;
     assert_eq!(response.status(), 401);
     let body: Value = response.json().await.expect("JSON");
     assert!(
@@ -339,16 +348,7 @@ async fn au6_a_token_in_the_query_string_is_not_accepted() {
 #[tokio::test]
 async fn au6_a_token_in_the_query_string_beside_the_header_is_a_bad_request() {
     let served = Served::start(None).await;
-    let response = served
-        .client
-        .post(format!("{}?x=1&access_token=alice", served.url))
-        .header("authorization", "Bearer alice")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string())
-        .send()
-        .await
-        .expect("POST");
+    let response = ping_with_query(&served, "x=1&access_token=alice", Some("alice")).await;
     assert_eq!(response.status(), 400);
     let challenge = challenge(&response);
     assert!(
