@@ -279,6 +279,7 @@ fn config_error(error: HttpConfigError) -> ServerError {
 ///     .allow_headers([
 ///         http::header::CONTENT_TYPE,
 ///         http::header::ACCEPT,
+///         http::header::AUTHORIZATION, // with an access token (the preflight carries none)
 ///         HeaderName::from_static("mcp-session-id"),
 ///         HeaderName::from_static("mcp-protocol-version"),
 ///         HeaderName::from_static("mcp-method"),
