@@ -274,3 +274,75 @@ async fn a_killed_change_feed_says_changes_may_have_been_missed_then_reports_aga
         .expect("the feed is open");
     assert_eq!(changed, "feed-1");
 }
+
+/// A Redis whose password changes under the backend: the reconnection `AUTH` refuses is
+/// not the backend's last word. Once the password it has is accepted again, so are its
+/// requests (redis-rs's connection manager alone would answer "authentication failed" to
+/// every request from then on, without trying to log in again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_refused_while_the_password_changes_is_tried_again_until_it_is_accepted() {
+    let redis = RedisServer::start_local();
+    let port = redis
+        .url()
+        .rsplit(':')
+        .next()
+        .and_then(|tail| tail.split('/').next())
+        .expect("a port")
+        .to_owned();
+    // An admin connection, opened before there is a password: it stays logged in.
+    let admin = redis::Client::open(format!("redis://127.0.0.1:{port}/0")).expect("a Redis URL");
+    let mut admin = admin
+        .get_multiplexed_async_connection()
+        .await
+        .expect("an admin connection");
+    let config_set = |password: &'static str| {
+        let mut cmd = redis::cmd("CONFIG");
+        cmd.arg("SET").arg("requirepass").arg(password);
+        cmd
+    };
+    let () = config_set("first-pass")
+        .query_async(&mut admin)
+        .await
+        .expect("CONFIG SET");
+    let url = format!("redis://:first-pass@127.0.0.1:{port}/0?queue=rotated");
+    let backend = RedisBackend::connect(&url).await.expect("connect");
+    let owner = Owner::of(None);
+    assert!(matches!(backend.get(&owner, "t-1").await, Ok(None)));
+
+    let () = config_set("second-pass")
+        .query_async(&mut admin)
+        .await
+        .expect("CONFIG SET");
+    let _: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("normal")
+        .arg("SKIPME")
+        .arg("yes")
+        .query_async(&mut admin)
+        .await
+        .expect("CLIENT KILL");
+    // Until a request is answered with the refused login (the reconnection has run).
+    let deadline = Instant::now() + ENDS_WITHIN;
+    loop {
+        let got = backend.get(&owner, "t-1").await;
+        if matches!(&got, Err(error) if error.to_string().contains("uthentication")) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the login was never refused: {got:?}"
+        );
+    }
+    let () = config_set("first-pass")
+        .query_async(&mut admin)
+        .await
+        .expect("CONFIG SET back");
+    let deadline = Instant::now() + ENDS_WITHIN;
+    while !matches!(backend.get(&owner, "t-1").await, Ok(None)) {
+        assert!(
+            Instant::now() < deadline,
+            "the backend never logged in again"
+        );
+    }
+}

@@ -12,7 +12,8 @@
 //!   never a hang;
 //! - reconnects with capped, jittered exponential backoff: the shared connection of one
 //!   Redis through the client's connection manager (from [`RECONNECT_MIN_DELAY`], doubling,
-//!   at most [`RECONNECT_MAX_DELAY`] apart, [`RECONNECT_TRIES`] tries per failed request), a
+//!   at most [`RECONNECT_MAX_DELAY`] apart, [`RECONNECT_TRIES`] tries per failed request;
+//!   a manager whose reconnection `AUTH` refused is replaced, see [`Managed`]), a
 //!   cluster through the cluster client's own retries (the same bounds), the subscription
 //!   in `events.rs`.
 //!
@@ -84,7 +85,7 @@ fn timed_out(limit: Duration) -> RedisError {
 #[derive(Clone)]
 pub(super) enum Shared {
     /// One Redis, reconnected by the connection manager.
-    Single(ConnectionManager),
+    Single(Managed),
     /// A Redis Cluster: commands go to the node of their key's slot.
     Cluster(ClusterConnection),
 }
@@ -92,7 +93,12 @@ pub(super) enum Shared {
 impl ConnectionLike for Shared {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
-            Self::Single(conn) => conn.req_packed_command(cmd),
+            Self::Single(managed) => Box::pin(async move {
+                let (generation, mut conn) = managed.current();
+                let answer = conn.req_packed_command(cmd).await;
+                managed.check(generation, &answer);
+                answer
+            }),
             Self::Cluster(conn) => conn.req_packed_command(cmd),
         }
     }
@@ -104,15 +110,93 @@ impl ConnectionLike for Shared {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
-            Self::Single(conn) => conn.req_packed_commands(pipeline, offset, count),
+            Self::Single(managed) => Box::pin(async move {
+                let (generation, mut conn) = managed.current();
+                let answer = conn.req_packed_commands(pipeline, offset, count).await;
+                managed.check(generation, &answer);
+                answer
+            }),
             Self::Cluster(conn) => conn.req_packed_commands(pipeline, offset, count),
         }
     }
 
     fn get_db(&self) -> i64 {
         match self {
-            Self::Single(conn) => conn.get_db(),
+            Self::Single(managed) => managed.current().1.get_db(),
             Self::Cluster(conn) => conn.get_db(),
+        }
+    }
+}
+
+/// How long after replacing the connection manager a failed login may replace it again.
+const REPLACE_AFTER: Duration = Duration::from_secs(1);
+
+/// One Redis's connection manager, replaced by a new one when a login fails. The manager
+/// reconnects after I/O errors only: a reconnection that `AUTH` refused (a password being
+/// rotated, a Redis briefly started with another one) would otherwise be its answer to
+/// every later request, without ever trying again.
+#[derive(Clone)]
+pub(super) struct Managed(std::sync::Arc<ManagedInner>);
+
+struct ManagedInner {
+    state: Mutex<ManagedState>,
+    client: redis::Client,
+    config: ConnectionManagerConfig,
+}
+
+struct ManagedState {
+    /// Counts replacements, so that the requests of one stuck manager replace it once.
+    generation: u64,
+    conn: ConnectionManager,
+    replaced_at: Option<std::time::Instant>,
+}
+
+impl Managed {
+    fn new(
+        client: redis::Client,
+        config: ConnectionManagerConfig,
+        conn: ConnectionManager,
+    ) -> Self {
+        Self(std::sync::Arc::new(ManagedInner {
+            state: Mutex::new(ManagedState {
+                generation: 0,
+                conn,
+                replaced_at: None,
+            }),
+            client,
+            config,
+        }))
+    }
+
+    /// The current manager (a handle) and its generation.
+    fn current(&self) -> (u64, ConnectionManager) {
+        let state = lock(&self.0.state);
+        (state.generation, state.conn.clone())
+    }
+
+    /// After an answer of the manager of `generation`: a failed login replaces it (at most
+    /// once per [`REPLACE_AFTER`]) with one that connects on its next request.
+    fn check<T>(&self, generation: u64, answer: &RedisResult<T>) {
+        let Err(error) = answer else { return };
+        if error.kind() != redis::ErrorKind::AuthenticationFailed {
+            return;
+        }
+        let mut state = lock(&self.0.state);
+        let recently = state
+            .replaced_at
+            .is_some_and(|at| at.elapsed() < REPLACE_AFTER);
+        if state.generation != generation || recently {
+            return;
+        }
+        match ConnectionManager::new_lazy_with_config(self.0.client.clone(), self.0.config.clone())
+        {
+            Ok(conn) => {
+                tracing::warn!(%error, "Redis refused the login; connecting again");
+                state.conn = conn;
+                state.generation += 1;
+                state.replaced_at = Some(std::time::Instant::now());
+            }
+            Err(error) => tracing::warn!(%error, "cannot make a new Redis connection manager"),
         }
     }
 }
@@ -331,10 +415,11 @@ impl Connections {
                 .set_max_delay(RECONNECT_MAX_DELAY)
                 .set_exponent_base(2.0)
                 .set_number_of_retries(RECONNECT_TRIES);
-            let conn = ConnectionManager::new_with_config(client.clone(), config)
+            let conn = ConnectionManager::new_with_config(client.clone(), config.clone())
                 .await
                 .map_err(connect_error)?;
-            (Shared::Single(conn), Target::Single(Box::new(client)))
+            let managed = Managed::new(client.clone(), config, conn);
+            (Shared::Single(managed), Target::Single(Box::new(client)))
         };
         Ok(Self {
             shared,
