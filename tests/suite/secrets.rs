@@ -1,7 +1,7 @@
 //! Secrets and errors (issue 12, scope 5): passwords in task backend URLs never appear in
 //! `Debug` output, in what the demo prints, or in what a client reads; a backend failure
-//! reaches the client as `-32603` "Internal error (id: …)", and the same id is in the
-//! server's log with the details.
+//! reaches the client as `-32603` "The task store is unavailable; retry later (id: …)", and
+//! the same id is in the server's log with the details.
 //!
 //! The demo cases run the demo binary (built with `--features redis`, as
 //! `cargo test --all-features` does) against a disposable `redis-server` that needs the
@@ -241,7 +241,7 @@ mod with_redis {
         );
         let message = error["message"].as_str().unwrap_or_default();
         let id = message
-            .strip_prefix("Internal error (id: ")
+            .strip_prefix("The task store is unavailable; retry later (id: ")
             .and_then(|rest| rest.strip_suffix(')'))
             .unwrap_or_else(|| panic!("a masked error with an id: {message}"));
         assert!(id.len() >= 8, "{id}");

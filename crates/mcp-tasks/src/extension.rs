@@ -117,8 +117,9 @@ fn client_name(scope: &ferrymcp_core::RequestScope) -> Option<String> {
 }
 
 /// A backend failure as the client sees it: a limit names itself (`-32000`, with the limit
-/// and its value as data; arguments too large are invalid params, `-32602`); anything else
-/// is masked as an internal error.
+/// and its value as data; arguments too large are invalid params, `-32602`); an unreachable
+/// store is a masked internal error saying to retry; anything else is masked as an internal
+/// error.
 fn backend_error(error: BackendError) -> ErrorData {
     if let BackendError::Limit(refusal) = &error {
         crate::metrics::rejected(refusal.limit.setting());
@@ -135,6 +136,19 @@ fn backend_error(error: BackendError) -> ErrorData {
             refusal.to_string(),
             Some(serde_json::json!({"limit": refusal.limit.setting(), "max": refusal.max})),
         ),
+        BackendError::Unavailable(_) => {
+            // Which store and why stay in the log; the client learns it may retry.
+            let mut masked = internal(error);
+            masked.message = masked
+                .message
+                .replacen(
+                    "Internal error",
+                    "The task store is unavailable; retry later",
+                    1,
+                )
+                .into();
+            masked
+        }
         other => internal(other),
     }
 }
@@ -434,7 +448,7 @@ impl TasksExtension {
                     .backend
                     .get(&owner, &params.task_id)
                     .await
-                    .map_err(internal)?
+                    .map_err(backend_error)?
                     .ok_or_else(|| task_not_found(&params.task_id))?;
                 serde_json::to_value(GetTaskResult::new(detailed(view))).map_err(internal)
             }
@@ -447,7 +461,7 @@ impl TasksExtension {
                     .backend
                     .deliver_input(&owner, &params.task_id, params.input_responses)
                     .await
-                    .map_err(internal)?
+                    .map_err(backend_error)?
                     .ok_or_else(|| task_not_found(&params.task_id))?;
                 ack()
             }
@@ -460,7 +474,7 @@ impl TasksExtension {
                     .backend
                     .cancel(&owner, &params.task_id)
                     .await
-                    .map_err(internal)?
+                    .map_err(backend_error)?
                     .ok_or_else(|| task_not_found(&params.task_id))?;
                 ack()
             }

@@ -156,8 +156,8 @@ impl Limit {
     fn what(self) -> &'static str {
         match self {
             Limit::TasksPerCaller => "unfinished tasks per caller",
-            Limit::Tasks => "unfinished tasks on this server",
-            Limit::Kept => "tasks kept on this server",
+            Limit::Tasks => "unfinished tasks in this task store",
+            Limit::Kept => "tasks kept in this task store",
             Limit::ArgumentBytes => "bytes of task arguments",
             Limit::ResultBytes => "bytes of task result",
         }
