@@ -25,7 +25,7 @@ use std::{
     collections::{HashMap, HashSet},
     sync::{
         Arc,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
     },
     time::Duration,
 };
@@ -46,10 +46,24 @@ pub(crate) struct Mirror {
     copy: Mutex<Listings>,
     /// Whether each kind was read once (by index), readable while a read holds `copy`.
     copied: [AtomicBool; 3],
+    /// The lists of each kind whose read is under way or waiting for one.
+    pending: [AtomicUsize; 3],
 }
+
+/// How many reads of one kind may be under way or waiting (one reading, one next).
+const MAX_PENDING: usize = 2;
 
 /// How long a list waits for the upstream's list before it answers from the copy.
 const READ_WAIT: Duration = Duration::from_secs(2);
+
+/// One list counted in [`Mirror::pending`] until its read task ends, however it ends.
+struct Pending(Arc<Mirror>, ListKind);
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.0.pending[index(self.1)].fetch_sub(1, Ordering::AcqRel);
+    }
+}
 
 /// `kind`'s place in [`Mirror::copied`].
 fn index(kind: ListKind) -> usize {
@@ -90,6 +104,7 @@ impl Mirror {
             relist_after,
             copy: Mutex::new(Listings::default()),
             copied: Default::default(),
+            pending: Default::default(),
         }
     }
 
@@ -115,15 +130,24 @@ impl Mirror {
         kind: ListKind,
     ) -> Result<(), ErrorData> {
         let arrived = Instant::now();
+        let name = self.upstream.name();
+        let pending = &self.pending[index(kind)];
+        if pending.fetch_add(1, Ordering::AcqRel) >= MAX_PENDING {
+            // A read is under way and one more waits for it: that one reads for this list
+            // too, so this list answers from the copy (a client listing in a loop against a
+            // hanging upstream starts no more tasks).
+            pending.fetch_sub(1, Ordering::AcqRel);
+            return self.answer_from_copy(kind);
+        }
         let mirror = Arc::clone(self);
         let weak = server.downgrade();
         let read = tokio::spawn(async move {
+            let _pending = Pending(Arc::clone(&mirror), kind);
             match weak.upgrade() {
                 Some(server) => mirror.read_if_stale(&server, kind, arrived).await,
                 None => Ok(()),
             }
         });
-        let name = self.upstream.name();
         match tokio::time::timeout(READ_WAIT, read).await {
             Ok(Ok(outcome)) => outcome,
             Ok(Err(failed)) => Err(ErrorData::internal_error(
@@ -151,6 +175,21 @@ impl Mirror {
                 None,
             )),
         }
+    }
+
+    /// The copy as it is, or (never read yet) the error saying so.
+    fn answer_from_copy(&self, kind: ListKind) -> Result<(), ErrorData> {
+        if self.copied[index(kind)].load(Ordering::Acquire) {
+            return Ok(());
+        }
+        Err(ErrorData::internal_error(
+            format!(
+                "upstream '{}' has not answered {} yet",
+                self.upstream.name(),
+                method(kind)
+            ),
+            None,
+        ))
     }
 
     /// [`refresh`](Self::refresh)'s read, one at a time: skipped when the copy is fresh
