@@ -1,7 +1,8 @@
 //! A proxy server keeps up with its upstream (G18, G19, G23): a list reaching the proxy reads
 //! the upstream's list again and registers what was added, drops what was removed and
 //! replaces what changed; calls never list; lists arriving together share one read; a copy
-//! younger than `relist_after` is listed as it is; an upstream that went away leaves the
+//! younger than `relist_after` is listed as it is; a call, get or read naming something
+//! the copy lacks reads that kind first; an upstream that went away leaves the
 //! last copy listed. Over real HTTP on 127.0.0.1: the upstream is served, the proxy reaches
 //! it over Streamable HTTP, and clients reach the front that mounts the proxy as `up`.
 
@@ -196,6 +197,63 @@ async fn g19_calls_through_the_proxy_never_list_the_upstream() {
     tool_names(&client).await;
     assert_eq!(stack.lists.load(Ordering::SeqCst), before + 1);
     client.cancel().await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g18_a_tool_prompt_or_resource_the_upstream_added_since_the_last_list_is_found_without_a_list()
+ {
+    use ferrymcp::types::{GetPromptRequestParams, ReadResourceRequestParams};
+    for lifecycle in [Lifecycle::Legacy, Lifecycle::Modern] {
+        let stack = stack(|proxy| proxy).await;
+        let client = front_client(&stack.front_url, lifecycle).await;
+        let upstream = &stack.upstream;
+        upstream.tool("b", || async { "b" }).expect("b");
+        upstream
+            .add_prompt(PromptDef::new("bye", || async { "Say bye" }))
+            .expect("bye");
+        upstream
+            .add_resource(ResourceDef::new("data://two", || async { "two" }))
+            .expect("two");
+
+        let before = stack.lists.load(Ordering::SeqCst);
+        assert_eq!(
+            call(&client, "up_b", json!({})).await["complete"]["content"][0]["text"],
+            "b",
+            "{lifecycle:?}"
+        );
+        assert_eq!(
+            stack.lists.load(Ordering::SeqCst),
+            before + 1,
+            "the miss read the upstream's tools once"
+        );
+        // Known now: calls of it never list again.
+        call(&client, "up_b", json!({})).await;
+        assert_eq!(stack.lists.load(Ordering::SeqCst), before + 1);
+
+        let prompt = client
+            .get_prompt_once(GetPromptRequestParams::new("up_bye"))
+            .await
+            .expect("prompts/get of a prompt added upstream");
+        let prompt = format!("{prompt:?}");
+        assert!(prompt.contains("\"Say bye\""), "{prompt}");
+        let read = client
+            .read_resource_once(ReadResourceRequestParams::new("data://up/two"))
+            .await
+            .expect("resources/read of a resource added upstream");
+        let read = format!("{read:?}");
+        assert!(read.contains("\"two\""), "{read}");
+
+        // A name the upstream does not have either stays unknown, after one more read.
+        let unknown = call(&client, "up_nothing", json!({})).await;
+        assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+        assert_eq!(unknown["error"]["message"], "Unknown tool: 'up_nothing'");
+        assert_eq!(stack.lists.load(Ordering::SeqCst), before + 2);
+        // Outside the proxy's namespace nothing is read.
+        let elsewhere = call(&client, "other_b", json!({})).await;
+        assert_eq!(elsewhere["error"]["code"], -32602, "{elsewhere}");
+        assert_eq!(stack.lists.load(Ordering::SeqCst), before + 2);
+        client.cancel().await.ok();
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,7 +7,9 @@
 //! default: every list reads it). Components the upstream added are registered, those it
 //! dropped are removed, and those whose listing changed are registered again; each change
 //! is announced to clients (`list_changed`) as any registration is. Calls resolve against
-//! the copy and never list.
+//! the copy and never list, except a call (or a get, or a read) naming something the copy
+//! does not have: the core runs the same hook first (see `Server::before_list`), so a tool
+//! the upstream added since the last list is read and called.
 //!
 //! Lists arriving together share one read: a list waits for a read that is under way and
 //! reads again only if that read began before the list arrived. A list waits at most 2 s

@@ -89,7 +89,10 @@ impl ProxyServer {
     /// reads it again. By default (zero) every `tools/list`, `resources/list`,
     /// `resources/templates/list` and `prompts/list` reads the upstream's, so clients see
     /// tools the upstream added or dropped since the proxy was built; a longer age spares an
-    /// upstream that clients list often. Calls never list.
+    /// upstream that clients list often. Calls of known tools never list; a call of a
+    /// tool the copy does not have (or a get or read of an unknown prompt or resource) reads
+    /// that kind again first, under the same age, so a tool the upstream added since the last
+    /// list can be called at once.
     ///
     /// ```
     /// use std::time::Duration;

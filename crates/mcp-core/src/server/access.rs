@@ -14,7 +14,7 @@ use std::sync::{Arc, atomic::Ordering};
 
 use ferrymcp_types::{ErrorCode, ErrorData};
 
-use super::{Resolved, Server, lock, unknown_tool};
+use super::{Resolved, Server, unknown_tool};
 use crate::{
     CallTool, Context,
     auth::{Access, ExactScopes, Operation, Principal, Requirement, ScopeMatcher},
@@ -243,12 +243,7 @@ impl Server {
     /// mounted into.
     pub(crate) fn mark_guarded(&self) {
         self.inner.guarded.store(true, Ordering::Release);
-        let parents: Vec<Server> = lock(&self.inner.parents)
-            .iter()
-            .filter_map(std::sync::Weak::upgrade)
-            .map(|inner| Server { inner })
-            .collect();
-        for parent in parents {
+        for parent in self.parents() {
             parent.mark_guarded();
         }
     }
@@ -258,12 +253,7 @@ impl Server {
         if let Some(own) = self.inner.scope_matcher.load_full() {
             return Matcher(Some(own));
         }
-        let parents: Vec<Server> = lock(&self.inner.parents)
-            .iter()
-            .filter_map(std::sync::Weak::upgrade)
-            .map(|inner| Server { inner })
-            .collect();
-        for parent in parents {
+        for parent in self.parents() {
             let found = parent.matcher();
             if found.0.is_some() {
                 return found;

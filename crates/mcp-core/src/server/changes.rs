@@ -73,4 +73,13 @@ impl Server {
     pub(super) fn add_parent(&self, parent: &Server) {
         lock(&self.inner.parents).push(Arc::downgrade(&parent.inner));
     }
+
+    /// The servers this one is mounted in, as they are now.
+    pub(super) fn parents(&self) -> Vec<Server> {
+        lock(&self.inner.parents)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .map(|inner| Server { inner })
+            .collect()
+    }
 }

@@ -15,6 +15,7 @@ mod access;
 mod changes;
 mod completions;
 mod listing;
+mod mirrors;
 mod prompts;
 mod resources;
 mod tools;
@@ -146,6 +147,8 @@ struct ServerInner {
     hide_unauthorized: AtomicBool,
     /// Whether anything in this tree has a requirement (see `access`).
     guarded: AtomicBool,
+    /// Whether anything in this tree has a list hook (see `mirrors`).
+    mirrors: AtomicBool,
 }
 
 #[derive(Default, Clone)]
@@ -343,6 +346,7 @@ impl Server {
                 scope_matcher: arc_swap::ArcSwapOption::empty(),
                 hide_unauthorized: AtomicBool::new(true),
                 guarded: AtomicBool::new(false),
+                mirrors: AtomicBool::new(false),
             }),
         }
     }
@@ -609,6 +613,9 @@ impl Server {
         if guarded || child.is_guarded() {
             self.mark_guarded();
         }
+        if child.mirrors() {
+            self.mark_mirroring();
+        }
         for kind in ListKind::ALL {
             self.announce(kind);
         }
@@ -827,6 +834,11 @@ impl Server {
     /// it, or a parent lists without this server, with a warning. A later call replaces the
     /// hook.
     ///
+    /// The hook also runs when a request (`tools/call`, `prompts/get`, `resources/read`, or
+    /// a background run of a task) names a component of its kind that would be this
+    /// server's but that nothing has; the name is looked up again once the hook is done. A
+    /// tool the source added since the last list can so be called without listing first.
+    ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// use ferrymcp_core::{ListKind, Server};
@@ -838,6 +850,13 @@ impl Server {
     ///     Ok(())
     /// });
     /// assert_eq!(s.list_tools().await.unwrap().len(), 1);
+    ///
+    /// let fresh = Server::new("fresh");
+    /// fresh.before_list(|server, _kind| async move {
+    ///     let _ = server.tool("late", || async { "here" });
+    ///     Ok(())
+    /// });
+    /// assert!(fresh.call_tool("late", serde_json::json!({})).await.is_ok());
     /// # });
     /// ```
     pub fn before_list<F, Fut>(&self, hook: F) -> &Self
@@ -847,6 +866,7 @@ impl Server {
     {
         let hook: ListHook = Arc::new(move |server, kind| Box::pin(hook(server, kind)));
         self.inner.list_hook.store(Some(Arc::new(hook)));
+        self.mark_mirroring();
         self
     }
 

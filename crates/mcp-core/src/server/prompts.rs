@@ -251,9 +251,12 @@ impl Server {
             cx,
             run_middleware,
         } = get;
-        let Some((prompt, route, gates)) =
-            self.resolve_prompt(&name, version.as_ref(), &|_, _| true)
-        else {
+        let mut resolved = self.resolve_prompt(&name, version.as_ref(), &|_, _| true);
+        if resolved.is_none() && self.mirrors() && cx.root().ptr_eq(self) {
+            self.look_again(ListKind::Prompts, &name).await;
+            resolved = self.resolve_prompt(&name, version.as_ref(), &|_, _| true);
+        }
+        let Some((prompt, route, gates)) = resolved else {
             return Err(unknown_prompt(&name));
         };
         Self::check_access(&cx, &gates, &prompt.requirement, "prompt", &name, || {

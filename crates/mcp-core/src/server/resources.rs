@@ -333,9 +333,12 @@ impl Server {
             cx,
             run_middleware,
         } = read;
-        let Some(ResolvedRead { hit, route, gates }) =
-            self.resolve_resource(&uri, version.as_ref(), &|_, _| true)
-        else {
+        let mut resolved = self.resolve_resource(&uri, version.as_ref(), &|_, _| true);
+        if resolved.is_none() && self.mirrors() && cx.root().ptr_eq(self) {
+            self.look_again(ListKind::Resources, &uri).await;
+            resolved = self.resolve_resource(&uri, version.as_ref(), &|_, _| true);
+        }
+        let Some(ResolvedRead { hit, route, gates }) = resolved else {
             return Err(unknown_resource(&uri));
         };
         Self::check_access(&cx, &gates, hit.requirement(), "resource", &uri, || {

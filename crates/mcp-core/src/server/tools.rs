@@ -315,10 +315,11 @@ impl Server {
         call: CallTool,
     ) -> BoxFuture<'_, Result<CallToolResponse, ErrorData>> {
         if !call.run_middleware {
-            if let Err(denied) = self.check_call(&call) {
-                return Box::pin(std::future::ready(Err(denied)));
-            }
-            return Box::pin(self.call_resolved(call));
+            return Box::pin(async move {
+                self.find_unknown_tool(&call).await;
+                self.check_call(&call)?;
+                self.call_resolved(call).await
+            });
         }
         let chain = self.inner.middleware.load_full();
         if chain.is_empty() {
@@ -342,6 +343,7 @@ impl Server {
         &self,
         call: CallTool,
     ) -> Result<CallToolResponse, ErrorData> {
+        self.find_unknown_tool(&call).await;
         self.check_call(&call)?;
         let extensions = self.inner.extensions.load_full();
         if extensions.is_empty() {
@@ -359,6 +361,17 @@ impl Server {
             }
             .run(call)
             .await
+        }
+    }
+
+    /// Before anything looks `call`'s tool up: when the request starts here and the name
+    /// resolves to nothing, the mirroring servers it would reach look again.
+    async fn find_unknown_tool(&self, call: &CallTool) {
+        if self.mirrors()
+            && call.cx.root().ptr_eq(self)
+            && self.resolve(&call.name, call.version.as_ref()).is_none()
+        {
+            self.look_again(ListKind::Tools, &call.name).await;
         }
     }
 
@@ -468,6 +481,10 @@ impl Server {
         call: ToolCall,
     ) -> Result<CallToolResponse, ErrorData> {
         let (arguments, version) = call_parts(call.arguments, call.version)?;
+        if self.mirrors() && self.resolve(&call.name, version.as_ref()).is_none() {
+            // Accepted by a replica whose copy of a mirrored source is newer than this one's.
+            self.look_again(ListKind::Tools, &call.name).await;
+        }
         let Some(tool) = self.get_tool(&call.name, version.as_ref()) else {
             return Err(unknown_tool(&call.name));
         };
