@@ -1,8 +1,16 @@
 //! [`LostWorker`]: what the engine does with a run whose worker was lost.
 
+/// The status message (and error message) of a task failed because its worker was lost:
+/// the run's outcome was never recorded, so the tool may have run.
+///
+/// ```
+/// assert!(ferrymcp_tasks::lost_worker::LOST_WORKER_MESSAGE.contains("may have run"));
+/// ```
+pub const LOST_WORKER_MESSAGE: &str = "the worker running this task was lost before it recorded an outcome; the tool may have run in part or in full";
+
 /// What happens to a task whose worker was lost mid-run (its process died, or its lease
-/// lapsed): run the tool again from the start, or fail the task with "the worker running
-/// this task was lost". Attach it to a tool with [`ToolDef::data`](ferrymcp_core::ToolDef::data)
+/// lapsed): run the tool again from the start, or fail the task with
+/// [`LOST_WORKER_MESSAGE`]. Attach it to a tool with [`ToolDef::data`](ferrymcp_core::ToolDef::data)
 /// (with `#[tool]`: `#[tool(task, data = LostWorker::Fail)]`); without it, a tool annotated
 /// `idempotentHint: true` is run again and any other fails.
 ///

@@ -195,7 +195,7 @@ impl<B> Harness<B> {
 const PATIENCE: Duration = Duration::from_secs(10);
 
 /// The message of a task failed because its worker was lost (lease lapsed, no attempt left).
-pub const LOST_WORKER_MESSAGE: &str = "the worker running this task was lost";
+pub use ferrymcp_tasks::lost_worker::LOST_WORKER_MESSAGE;
 
 /// Runs every case, in order, each against a fresh harness from `make`, in the calling
 /// runtime; panics naming the first case that fails. The clock cases let time pass with

@@ -37,7 +37,7 @@ use super::{
     LimitExceeded, NewTask, Owner, StoreStats, TaskBackend, TaskFilter, TaskLimits, TaskRecord,
     TaskView, UpdateAck, WorkerEvent, WorkerId, WorkerPresence, WriteAck,
 };
-use crate::ids;
+use crate::{ids, lost_worker::LOST_WORKER_MESSAGE};
 
 /// How long a claim is valid without a heartbeat, unless configured.
 ///
@@ -45,8 +45,6 @@ use crate::ids;
 /// assert_eq!(ferrymcp_tasks::backend::memory::DEFAULT_LEASE.as_secs(), 30);
 /// ```
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
-/// The message of a task failed because its worker was lost.
-const LOST_WORKER_MESSAGE: &str = "the worker running this task was lost";
 /// How many workers' reports are kept; the one heard from longest ago makes room.
 const MAX_WORKERS_KNOWN: usize = 1024;
 /// The longest the sweeper sleeps when nothing is due.

@@ -93,7 +93,7 @@ async fn a_lost_run_is_repeated_only_for_idempotent_tools() {
                 assert_eq!(task.status, TaskStatus::Failed, "{tool} is not re-run");
                 assert_eq!(
                     task.status_message.as_deref(),
-                    Some("the worker running this task was lost"),
+                    Some(ferrymcp_tasks::lost_worker::LOST_WORKER_MESSAGE),
                     "{tool}"
                 );
             }

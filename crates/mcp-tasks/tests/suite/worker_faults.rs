@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 const LEASE: Duration = Duration::from_secs(30);
 const HEARTBEAT: Duration = Duration::from_secs(10);
-const LOST_WORKER_MESSAGE: &str = "the worker running this task was lost";
+use ferrymcp_tasks::lost_worker::LOST_WORKER_MESSAGE;
 
 /// The memory backend, with faults on command.
 struct Faulty {

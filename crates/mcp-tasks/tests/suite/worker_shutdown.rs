@@ -137,6 +137,6 @@ async fn runs_still_going_after_the_grace_period_are_handed_back() {
     assert_eq!(view.status, TaskStatus::Failed);
     assert_eq!(
         view.status_message.as_deref(),
-        Some("the worker running this task was lost")
+        Some(ferrymcp_tasks::lost_worker::LOST_WORKER_MESSAGE)
     );
 }

@@ -68,12 +68,7 @@ use super::{
 use crate::{ids, sealing};
 use reply::{corrupt, int, items, pairs, take_text, text, uint};
 
-/// The message of a task failed because its worker was lost.
-///
-/// ```
-/// assert!(ferrymcp_tasks::backend::redis::LOST_WORKER_MESSAGE.contains("lost"));
-/// ```
-pub const LOST_WORKER_MESSAGE: &str = "the worker running this task was lost";
+pub use crate::lost_worker::LOST_WORKER_MESSAGE;
 
 /// How many overdue leases (and releases) one sweep step takes at most.
 const RECOVER_BATCH: usize = 256;
