@@ -48,7 +48,7 @@ use rmcp::{
 use serde_json::{Value, json};
 
 /// The lost-worker message of a failed task.
-const LOST_WORKER: &str = "the worker running this task was lost";
+const LOST_WORKER: &str = ferrymcp::tasks::lost_worker::LOST_WORKER_MESSAGE;
 
 /// The lease of every fleet (workers heartbeat every third of it).
 const LEASE: Duration = Duration::from_millis(3000);

@@ -25,7 +25,7 @@ use futures::StreamExt as _;
 use serde_json::{Value, json};
 
 /// The lost-worker message of a failed task.
-const LOST_WORKER: &str = "the worker running this task was lost";
+const LOST_WORKER: &str = ferrymcp::tasks::lost_worker::LOST_WORKER_MESSAGE;
 
 /// How long any one wait may take before the test calls it broken.
 const PATIENCE: Duration = Duration::from_secs(120);
