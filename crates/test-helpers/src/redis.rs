@@ -205,6 +205,21 @@ impl RedisServer {
         &self.url
     }
 
+    /// The port in the server's [URL](Self::url).
+    ///
+    /// ```no_run
+    /// let redis = ferrymcp_test_helpers::redis::RedisServer::start();
+    /// assert!(redis.url().contains(&format!(":{}/", redis.port())));
+    /// ```
+    pub fn port(&self) -> u16 {
+        self.url
+            .rsplit(':')
+            .next()
+            .and_then(|tail| tail.split('/').next())
+            .and_then(|port| port.parse().ok())
+            .unwrap_or_else(|| panic!("no port in the Redis URL {}", self.url))
+    }
+
     /// The PEM file of the certificate authority a [TLS](Self::start_tls) server's
     /// certificate is signed by; `None` for a plain one.
     ///

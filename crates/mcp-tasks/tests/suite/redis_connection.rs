@@ -14,7 +14,7 @@ use ferrymcp_tasks::backend::{
     BackendError, Owner, TaskBackend, WorkerId,
     redis::{RedisBackend, RedisBackendError},
 };
-use ferrymcp_test_helpers::redis::RedisServer;
+use ferrymcp_test_helpers::redis::{RedisCluster, RedisServer};
 
 /// A bound that only proves an operation *ends*: far above every limit under test.
 const ENDS_WITHIN: Duration = Duration::from_secs(30);
@@ -54,12 +54,7 @@ async fn tls_with_a_ca_that_did_not_sign_the_server_is_refused_naming_the_url_wi
     // Another TLS server's CA: a valid CA file, but not the one that signed `server`.
     let other = RedisServer::start_tls();
     let wrong_ca = other.ca_file().expect("a CA file").display().to_string();
-    let port = server
-        .url()
-        .rsplit(':')
-        .next()
-        .and_then(|tail| tail.split('/').next())
-        .expect("a port");
+    let port = server.port();
     let url = format!("rediss://:hunter2@127.0.0.1:{port}/0?queue=tls&ca_file={wrong_ca}");
     let refused = tokio::time::timeout(ENDS_WITHIN, RedisBackend::connect(&url))
         .await
@@ -282,51 +277,57 @@ async fn a_killed_change_feed_says_changes_may_have_been_missed_then_reports_aga
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_login_refused_while_the_password_changes_is_tried_again_until_it_is_accepted() {
     let redis = RedisServer::start_local();
-    let port = redis
-        .url()
-        .rsplit(':')
-        .next()
-        .and_then(|tail| tail.split('/').next())
-        .expect("a port")
-        .to_owned();
-    // An admin connection, opened before there is a password: it stays logged in.
-    let admin = redis::Client::open(format!("redis://127.0.0.1:{port}/0")).expect("a Redis URL");
-    let mut admin = admin
-        .get_multiplexed_async_connection()
-        .await
-        .expect("an admin connection");
-    let config_set = |password: &'static str| {
-        let mut cmd = redis::cmd("CONFIG");
-        cmd.arg("SET").arg("requirepass").arg(password);
-        cmd
-    };
-    let () = config_set("first-pass")
-        .query_async(&mut admin)
-        .await
-        .expect("CONFIG SET");
+    let port = redis.port();
     let url = format!("redis://:first-pass@127.0.0.1:{port}/0?queue=rotated");
-    let backend = RedisBackend::connect(&url).await.expect("connect");
+    password_rotation(&[port], &url, "uthentication").await;
+}
+
+/// The same on a Redis Cluster, whose nodes all change their password.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_refused_by_a_cluster_while_the_password_changes_is_tried_again_until_it_is_accepted()
+ {
+    let cluster = RedisCluster::start();
+    let hosts: Vec<String> = cluster
+        .ports()
+        .iter()
+        .map(|port| format!("127.0.0.1:{port}"))
+        .collect();
+    let url = format!(
+        "redis+cluster://:first-pass@{}/?queue=rotated",
+        hosts.join(",")
+    );
+    // The cluster client reports a node it cannot log in to as a node it has no connection to.
+    password_rotation(cluster.ports(), &url, "ClusterConnectionNotFound").await;
+}
+
+/// Sets the password `first-pass` on the Redis nodes at `ports`, connects a backend with
+/// `url` (which has it), changes the password and drops every client's connection until a
+/// request of the backend is refused for its login (an error saying `refused`), then sets
+/// the password back and waits for the backend to be answered again.
+async fn password_rotation(ports: &[u16], url: &str, refused: &str) {
+    // Admin connections, opened before there is a password: they stay logged in.
+    let mut admins = Vec::new();
+    for port in ports {
+        let admin =
+            redis::Client::open(format!("redis://127.0.0.1:{port}/0")).expect("a Redis URL");
+        admins.push(
+            admin
+                .get_multiplexed_async_connection()
+                .await
+                .expect("an admin connection"),
+        );
+    }
+    set_password(&mut admins, "first-pass", false).await;
+    let backend = RedisBackend::connect(url).await.expect("connect");
     let owner = Owner::of(None);
     assert!(matches!(backend.get(&owner, "t-1").await, Ok(None)));
 
-    let () = config_set("second-pass")
-        .query_async(&mut admin)
-        .await
-        .expect("CONFIG SET");
-    let _: i64 = redis::cmd("CLIENT")
-        .arg("KILL")
-        .arg("TYPE")
-        .arg("normal")
-        .arg("SKIPME")
-        .arg("yes")
-        .query_async(&mut admin)
-        .await
-        .expect("CLIENT KILL");
+    set_password(&mut admins, "second-pass", true).await;
     // Until a request is answered with the refused login (the reconnection has run).
     let deadline = Instant::now() + ENDS_WITHIN;
     loop {
         let got = backend.get(&owner, "t-1").await;
-        if matches!(&got, Err(error) if error.to_string().contains("uthentication")) {
+        if matches!(&got, Err(error) if error.to_string().contains(refused)) {
             break;
         }
         assert!(
@@ -334,15 +335,41 @@ async fn a_login_refused_while_the_password_changes_is_tried_again_until_it_is_a
             "the login was never refused: {got:?}"
         );
     }
-    let () = config_set("first-pass")
-        .query_async(&mut admin)
-        .await
-        .expect("CONFIG SET back");
+    set_password(&mut admins, "first-pass", false).await;
     let deadline = Instant::now() + ENDS_WITHIN;
     while !matches!(backend.get(&owner, "t-1").await, Ok(None)) {
         assert!(
             Instant::now() < deadline,
             "the backend never logged in again"
         );
+    }
+}
+
+/// `CONFIG SET requirepass` on every node; with `kill`, every other client connection is
+/// dropped too, so clients log in again.
+async fn set_password(
+    admins: &mut [redis::aio::MultiplexedConnection],
+    password: &str,
+    kill: bool,
+) {
+    for admin in admins {
+        let () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("requirepass")
+            .arg(password)
+            .query_async(admin)
+            .await
+            .expect("CONFIG SET");
+        if kill {
+            let _: i64 = redis::cmd("CLIENT")
+                .arg("KILL")
+                .arg("TYPE")
+                .arg("normal")
+                .arg("SKIPME")
+                .arg("yes")
+                .query_async(admin)
+                .await
+                .expect("CLIENT KILL");
+        }
     }
 }

@@ -276,13 +276,7 @@ async fn scope2_after_a_restart_with_aof_no_accepted_task_is_lost() {
         dir_arg.as_str(),
     ];
     let first = RedisServer::start_with(&aof);
-    let port = first
-        .url()
-        .rsplit(':')
-        .next()
-        .and_then(|tail| tail.split('/').next())
-        .expect("a port")
-        .to_owned();
+    let port = first.port().to_string();
     let url = format!("{}?queue=aof", first.url());
     let backend = connect(&url).await;
     let mut ids = Vec::new();
