@@ -19,7 +19,9 @@ use std::{
 
 use ferrymcp::{ListTools, Next, PromptDef, ResourceDef, Server, ToolDef, middleware::from_fn};
 use ferrymcp_proxy::{HttpTarget, ProxyServer, Upstream};
-use ferrymcp_test_helpers::client::{Lifecycle, TestClient, connect};
+use ferrymcp_test_helpers::client::{
+    ClientEvent, Lifecycle, TestClient, connect, recording_in_memory,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::json;
 use tokio_util::sync::DropGuard;
@@ -88,7 +90,7 @@ async fn front_client(url: &str, lifecycle: Lifecycle) -> TestClient {
     .expect("a client of the front")
 }
 
-async fn tool_names(client: &TestClient) -> BTreeSet<String> {
+async fn tool_names(client: &rmcp::Peer<rmcp::RoleClient>) -> BTreeSet<String> {
     client
         .list_all_tools()
         .await
@@ -204,9 +206,20 @@ async fn g18_a_tool_prompt_or_resource_the_upstream_added_since_the_last_list_is
  {
     use ferrymcp::types::{GetPromptRequestParams, ReadResourceRequestParams};
     for lifecycle in [Lifecycle::Legacy, Lifecycle::Modern] {
-        let stack = stack(|proxy| proxy).await;
-        let client = front_client(&stack.front_url, lifecycle).await;
-        let upstream = &stack.upstream;
+        // The proxy reaches the upstream through a session of the test's whose handler drops
+        // what the upstream announces: nothing but the miss reads the upstream again.
+        let (upstream, lists) = upstream();
+        let (upstream_url, _upstream_guard) = serve(upstream.clone()).await;
+        let session = front_client(&upstream_url, Lifecycle::Legacy).await;
+        let proxy = ProxyServer::new(Upstream::from_peer("up", session.peer().clone()))
+            .build()
+            .await
+            .expect("the proxy lists the upstream");
+        let front = Server::new("front");
+        front.mount(&proxy, "up").expect("mount");
+        let (front_url, _front_guard) = serve(front).await;
+        let stack = Silent { lists };
+        let client = front_client(&front_url, lifecycle).await;
         upstream.tool("b", || async { "b" }).expect("b");
         upstream
             .add_prompt(PromptDef::new("bye", || async { "Say bye" }))
@@ -253,6 +266,105 @@ async fn g18_a_tool_prompt_or_resource_the_upstream_added_since_the_last_list_is
         assert_eq!(elsewhere["error"]["code"], -32602, "{elsewhere}");
         assert_eq!(stack.lists.load(Ordering::SeqCst), before + 2);
         client.cancel().await.ok();
+        session.cancel().await.ok();
+    }
+}
+
+/// The count of the upstream's `tools/list`s, for a stack built by hand.
+struct Silent {
+    lists: Arc<AtomicUsize>,
+}
+
+/// The next event of `kind` the front's client records, within 20 s.
+async fn next_of(
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<ClientEvent>,
+    wanted: impl Fn(&ClientEvent) -> bool,
+) -> ClientEvent {
+    tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let event = events.recv().await.expect("the client is alive");
+            if wanted(&event) {
+                return event;
+            }
+        }
+    })
+    .await
+    .expect("the event in time")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g18_what_the_upstream_announces_reaches_the_proxys_clients_without_a_list() {
+    #![allow(deprecated)] // resources/subscribe: the front's client is a 2025-11-25 one.
+    use ferrymcp::types::SubscribeRequestParams;
+    use ferrymcp_proxy::UpstreamOptions;
+    for legacy_upstream in [true, false] {
+        let (upstream, _lists) = upstream();
+        let (upstream_url, _upstream_guard) = serve(upstream.clone()).await;
+        let mut options = UpstreamOptions::default();
+        if legacy_upstream {
+            options = options.legacy_handshake();
+        }
+        let proxy = ProxyServer::new(
+            Upstream::http("up", HttpTarget::new(upstream_url)).with_options(options),
+        )
+        .build()
+        .await
+        .expect("the proxy lists the upstream");
+        let front = Server::new("front");
+        front.mount(&proxy, "up").expect("mount");
+        let (client, mut events) = recording_in_memory(front, Lifecycle::Legacy)
+            .await
+            .expect("a client of the front");
+        // The session is live once a request went through; nothing is listed after this.
+        client.list_all_prompts().await.expect("prompts/list");
+
+        upstream.tool("b", || async { "b" }).expect("b");
+        next_of(&mut events, |e| *e == ClientEvent::ToolsChanged).await;
+        upstream
+            .add_prompt(PromptDef::new("bye", || async { "Say bye" }))
+            .expect("bye");
+        next_of(&mut events, |e| *e == ClientEvent::PromptsChanged).await;
+        upstream
+            .add_resource(ResourceDef::new("data://two", || async { "two" }))
+            .expect("two");
+        next_of(&mut events, |e| *e == ClientEvent::ResourcesChanged).await;
+        assert_eq!(
+            tool_names(&client).await,
+            names(&["up_a", "up_b", "up_c"]),
+            "legacy: {legacy_upstream}"
+        );
+
+        if !legacy_upstream {
+            // A resource added after the proxy was built is watched too (its updates are
+            // relayed from a 2026-07-28 upstream only). The relay subscribes to it on its
+            // own time: the update is sent until it arrives.
+            client
+                .subscribe(SubscribeRequestParams::new("data://up/two"))
+                .await
+                .expect("resources/subscribe");
+            tokio::time::timeout(Duration::from_secs(20), async {
+                loop {
+                    upstream.resource_updated("data://two");
+                    let arrived = tokio::time::timeout(Duration::from_millis(100), async {
+                        loop {
+                            match events.recv().await {
+                                Some(ClientEvent::ResourceUpdated(uri)) => return uri,
+                                Some(_) => continue,
+                                None => return String::new(),
+                            }
+                        }
+                    })
+                    .await;
+                    if let Ok(uri) = arrived {
+                        assert_eq!(uri, "data://up/two");
+                        return;
+                    }
+                }
+            })
+            .await
+            .expect("the update of a resource added upstream reaches its watcher");
+        }
+        client.cancel().await.ok();
     }
 }
 
@@ -282,7 +394,7 @@ async fn g18_a_copy_younger_than_relist_after_is_listed_without_asking_the_upstr
     let stack = stack(|proxy| proxy.relist_after(Duration::from_secs(3600))).await;
     let client = front_client(&stack.front_url, Lifecycle::Modern).await;
     let before = stack.lists.load(Ordering::SeqCst);
-    stack.upstream.tool("b", || async { "b" }).expect("b");
+    assert_eq!(tool_names(&client).await, names(&["up_a", "up_c"]));
     assert_eq!(tool_names(&client).await, names(&["up_a", "up_c"]));
     assert_eq!(stack.lists.load(Ordering::SeqCst), before);
     client.cancel().await.ok();

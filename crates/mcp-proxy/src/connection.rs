@@ -23,7 +23,7 @@ use std::{
 };
 
 use arc_swap::ArcSwapOption;
-use ferrymcp_core::{CancellationToken, Context, ResultRelay, auth::BearerToken};
+use ferrymcp_core::{CancellationToken, Context, ListKind, ResultRelay, auth::BearerToken};
 use ferrymcp_types::{
     CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, Implementation,
     JsonObject, ProtocolVersion, ServerResult, TASKS_EXTENSION_ID, ToolDescriptor, meta,
@@ -49,6 +49,7 @@ use rmcp::{
 use crate::upstream_auth::UpstreamAuth;
 use crate::{
     CommandTarget, HttpTarget, ProxyError, UpstreamOptions,
+    announcements::{self, UpstreamHandler},
     forwarding::{ForwardedHeaders, ForwardingClient},
     post_client::PostClient,
     stateless::{PostError, Poster},
@@ -162,7 +163,7 @@ enum Source {
 pub(crate) struct Session {
     pub(crate) peer: Peer<RoleClient>,
     /// Owns the serving loop (dropping it closes the session); `None` for a caller's peer.
-    _service: Option<RunningService<RoleClient, ClientConfig>>,
+    _service: Option<RunningService<RoleClient, UpstreamHandler>>,
     /// The child process, for stdio upstreams (killed when the session drops).
     child: Option<tokio::process::Child>,
     /// Whether the session runs on 2026-07-28 (per-request `_meta`).
@@ -213,6 +214,8 @@ struct Inner {
     /// The HTTP client of an HTTP upstream, built (CA file read) on the first connect and
     /// shared by every session and direct post after it.
     http_client: OnceLock<ForwardingClient>,
+    /// The lists the upstream announced a change of (`announcements.rs`).
+    changes: tokio::sync::broadcast::Sender<ListKind>,
 }
 
 /// A remote MCP server and the one session the proxy keeps with it. Cheap to clone (clones
@@ -256,6 +259,7 @@ impl Upstream {
                 connecting: tokio::sync::Mutex::new(()),
                 backoff: Mutex::new(Backoff::default()),
                 http_client: OnceLock::new(),
+                changes: tokio::sync::broadcast::channel(announcements::LIST_CHANGES_CAPACITY).0,
             }),
         }
     }
@@ -372,38 +376,62 @@ impl Upstream {
         Ok(self.session().await?.completions)
     }
 
-    /// A `subscriptions/listen` on the upstream for updates of `uris`, when the session is
-    /// 2026-07-28 and the upstream advertises `resources.subscribe` (else `None`).
-    pub(crate) async fn listen_resources(
+    /// Opens a `subscriptions/listen` stream on a 2026-07-28 upstream for the list changes
+    /// it announces and the updates of `uris` (when it advertises `resources.subscribe`);
+    /// `None` when there is nothing to listen for (a 2025-11-25 session, whose list changes
+    /// reach [`UpstreamHandler`] instead).
+    pub(crate) async fn listen(
         &self,
         uris: &[String],
     ) -> Result<Option<rmcp::service::Subscription>, ProxyError> {
         let session = self.session().await?;
-        let subscribes = session
-            .peer
-            .peer_info()
-            .and_then(|info| {
-                info.capabilities
-                    .resources
-                    .as_ref()
-                    .and_then(|resources| resources.subscribe)
-            })
-            .unwrap_or(false);
-        if !session.modern || !subscribes {
+        let Some(info) = session.peer.peer_info().filter(|_| session.modern) else {
+            return Ok(None);
+        };
+        let capabilities = &info.capabilities;
+        let announced = |list_changed: Option<bool>| list_changed.unwrap_or(false);
+        let tools = announced(capabilities.tools.as_ref().and_then(|t| t.list_changed));
+        let prompts = announced(capabilities.prompts.as_ref().and_then(|p| p.list_changed));
+        let resources = capabilities.resources.as_ref();
+        let resource_lists = announced(resources.and_then(|r| r.list_changed));
+        let updates = announced(resources.and_then(|r| r.subscribe)) && !uris.is_empty();
+        if !(tools || prompts || resource_lists || updates) {
             return Ok(None);
         }
-        let filter = ferrymcp_types::SubscriptionFilter::builder()
-            .resource_subscriptions(uris.iter().cloned())
-            .build();
-        session
-            .peer
-            .listen(filter)
-            .await
-            .map(Some)
-            .map_err(|error| ProxyError::Connect {
+        let mut filter = ferrymcp_types::SubscriptionFilter::default();
+        filter.tools_list_changed = tools.then_some(true);
+        filter.resources_list_changed = resource_lists.then_some(true);
+        filter.prompts_list_changed = prompts.then_some(true);
+        filter.resource_subscriptions = updates.then(|| uris.to_vec());
+        match session.peer.listen(filter).await {
+            Ok(subscription) => Ok(Some(subscription)),
+            // It announces changes but cannot stream them: there is nothing to listen to.
+            Err(ServiceError::McpError(error))
+                if error.code == rmcp::model::ErrorCode::METHOD_NOT_FOUND =>
+            {
+                Ok(None)
+            }
+            Err(error) => Err(ProxyError::Connect {
                 upstream: self.inner.name.clone(),
                 reason: format!("subscriptions/listen: {error}"),
-            })
+            }),
+        }
+    }
+
+    /// Tells the proxy servers following this upstream that its list of `kind` changed.
+    pub(crate) fn announce(&self, kind: ListKind) {
+        // No proxy server follows this upstream: nobody to tell.
+        let _ = self.inner.changes.send(kind);
+    }
+
+    /// The lists this upstream announces a change of, from now on.
+    pub(crate) fn list_changes(&self) -> tokio::sync::broadcast::Receiver<ListKind> {
+        self.inner.changes.subscribe()
+    }
+
+    /// The client side of a new session.
+    fn handler(&self) -> UpstreamHandler {
+        UpstreamHandler::new(client_config(), self.inner.changes.clone())
     }
 
     /// Every tool the upstream lists (all pages), `execution` kept where the upstream's
@@ -919,7 +947,8 @@ impl Upstream {
                 };
                 let (stdout, fault) =
                     stdout::read_upstream(stdout, self.inner.options.max_message_bytes);
-                let service = client_config()
+                let service = self
+                    .handler()
                     .serve_with_lifecycle((stdout, stdin), mode)
                     .await
                     .map_err(|e| match fault.get() {
@@ -947,7 +976,8 @@ impl Upstream {
                 let client = self.http_client(target).map_err(|e| e.to_string())?;
                 let transport =
                     StreamableHttpClientTransport::with_client(client.clone(), config.clone());
-                let service = client_config()
+                let service = self
+                    .handler()
                     .serve_with_lifecycle(transport, mode)
                     .await
                     .map_err(|e| crate::url_secrets::redact(handshake_error(&e), &target.url))?;
@@ -1003,17 +1033,17 @@ fn handshake_error(error: &ClientInitializeError) -> String {
 }
 
 async fn running_session(
-    service: RunningService<RoleClient, ClientConfig>,
+    service: RunningService<RoleClient, UpstreamHandler>,
     child: Option<tokio::process::Child>,
 ) -> Session {
     let peer = service.peer().clone();
-    let capabilities = service.service().capabilities.clone();
+    let capabilities = service.service().config.capabilities.clone();
     session_of(peer, Some(service), child, capabilities).await
 }
 
 async fn session_of(
     peer: Peer<RoleClient>,
-    service: Option<RunningService<RoleClient, ClientConfig>>,
+    service: Option<RunningService<RoleClient, UpstreamHandler>>,
     child: Option<tokio::process::Child>,
     capabilities: ClientCapabilities,
 ) -> Session {

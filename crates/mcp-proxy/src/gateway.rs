@@ -505,7 +505,7 @@ const MOUNT_RETRY_MAX: Duration = Duration::from_secs(30);
 async fn mount_when_reachable(root: WeakServer, entry: UpstreamConfig, upstream: Upstream) {
     let mut delay = MOUNT_RETRY_MIN;
     loop {
-        tokio::time::sleep(crate::updates::jittered(delay)).await;
+        tokio::time::sleep(crate::announcements::jittered(delay)).await;
         if root.upgrade().is_none() {
             return;
         }

@@ -39,6 +39,7 @@
 
 #![warn(missing_docs)]
 
+mod announcements;
 mod answer;
 mod components;
 mod connection;
@@ -65,7 +66,6 @@ pub mod task_ids;
 mod tasks;
 mod tls;
 mod tool;
-mod updates;
 pub mod upstream_auth;
 mod url_secrets;
 

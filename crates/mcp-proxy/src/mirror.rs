@@ -35,7 +35,10 @@ use std::{
 use ferrymcp_core::{ListKind, Server, ServerError, TaskConfig, types::ErrorData};
 use serde::Serialize;
 use serde_json::Value;
-use tokio::{sync::Mutex, time::Instant};
+use tokio::{
+    sync::{Mutex, broadcast::error::RecvError, oneshot, watch},
+    time::Instant,
+};
 
 use crate::{ClientFactory, ProxyError, ProxyTool, Upstream, components};
 
@@ -50,6 +53,10 @@ pub(crate) struct Mirror {
     copied: [AtomicBool; 3],
     /// The lists of each kind whose read is under way or waiting for one.
     pending: [AtomicUsize; 3],
+    /// The URIs of the resources listed, sorted, for the relay of their updates.
+    uris: watch::Sender<Vec<String>>,
+    /// Whether [`follow`](Self::follow) started.
+    following: AtomicBool,
 }
 
 /// How many reads of one kind may be under way or waiting (one reading, one next).
@@ -89,8 +96,6 @@ struct Listings {
     tried_at: HashMap<ListKind, Instant>,
     /// Why the last read of a kind that was never read failed.
     failures: HashMap<ListKind, ErrorData>,
-    /// Whether updates of the upstream's resources are relayed (from the first read on).
-    relaying: bool,
 }
 
 impl Mirror {
@@ -107,6 +112,8 @@ impl Mirror {
             copy: Mutex::new(Listings::default()),
             copied: Default::default(),
             pending: Default::default(),
+            uris: watch::Sender::new(Vec::new()),
+            following: AtomicBool::new(false),
         }
     }
 
@@ -131,14 +138,27 @@ impl Mirror {
         server: &Server,
         kind: ListKind,
     ) -> Result<(), ErrorData> {
+        self.refresh_older_than(server, kind, self.relist_after)
+            .await
+    }
+
+    /// [`refresh`](Self::refresh), reading unless the copy is younger than `fresh_for`.
+    async fn refresh_older_than(
+        self: &Arc<Self>,
+        server: &Server,
+        kind: ListKind,
+        fresh_for: Duration,
+    ) -> Result<(), ErrorData> {
         let arrived = Instant::now();
         let name = self.upstream.name();
         let pending = &self.pending[index(kind)];
         if pending.fetch_add(1, Ordering::AcqRel) >= MAX_PENDING {
             // A read is under way and one more waits for it: that one reads for this list
-            // too, so this list answers from the copy (a client listing in a loop against a
-            // hanging upstream starts no more tasks).
+            // too, so this list waits for them (as long as any list waits) and answers from
+            // the copy they leave, starting no task of its own (a client listing in a loop
+            // against a hanging upstream starts no more tasks).
             pending.fetch_sub(1, Ordering::AcqRel);
+            let _ = tokio::time::timeout(READ_WAIT, self.copy.lock()).await;
             return self.answer_from_copy(kind);
         }
         let mirror = Arc::clone(self);
@@ -146,7 +166,11 @@ impl Mirror {
         let read = tokio::spawn(async move {
             let _pending = Pending(Arc::clone(&mirror), kind);
             match weak.upgrade() {
-                Some(server) => mirror.read_if_stale(&server, kind, arrived).await,
+                Some(server) => {
+                    mirror
+                        .read_if_stale(&server, kind, arrived, fresh_for)
+                        .await
+                }
                 None => Ok(()),
             }
         });
@@ -179,6 +203,54 @@ impl Mirror {
         }
     }
 
+    /// Relays what the upstream announces to `server` (`announcements.rs`), and reads a list
+    /// again, whatever its age, each time the upstream announces it changed, until `server`
+    /// is gone. The receiver hears when the first attempt to listen is over; `None` when
+    /// this mirror follows its upstream already. Needs a Tokio runtime.
+    pub(crate) fn follow(self: &Arc<Self>, server: &Server) -> Option<oneshot::Receiver<()>> {
+        if self.following.swap(true, Ordering::AcqRel) {
+            return None;
+        }
+        let listening =
+            crate::announcements::relay(server, self.upstream.clone(), self.uris.subscribe());
+        let mut changes = self.upstream.list_changes();
+        let mirror = Arc::clone(self);
+        let weak = server.downgrade();
+        tokio::spawn(async move {
+            loop {
+                let kinds = tokio::select! {
+                    change = changes.recv() => match change {
+                        Ok(kind) => vec![kind],
+                        Err(RecvError::Lagged(_)) => ListKind::ALL.to_vec(),
+                        Err(RecvError::Closed) => return,
+                    },
+                    () = tokio::time::sleep(crate::announcements::ALIVE_CHECK) => {
+                        if weak.upgrade().is_none() {
+                            return;
+                        }
+                        continue;
+                    }
+                };
+                let Some(server) = weak.upgrade() else {
+                    return;
+                };
+                for kind in kinds {
+                    if let Err(error) = mirror
+                        .refresh_older_than(&server, kind, Duration::ZERO)
+                        .await
+                    {
+                        tracing::debug!(
+                            upstream = %mirror.upstream.name(),
+                            error = %error.message,
+                            "could not read a list the upstream announced a change of"
+                        );
+                    }
+                }
+            }
+        });
+        Some(listening)
+    }
+
     /// The copy as it is, or (never read yet) the error saying so.
     fn answer_from_copy(&self, kind: ListKind) -> Result<(), ErrorData> {
         if self.copied[index(kind)].load(Ordering::Acquire) {
@@ -201,11 +273,12 @@ impl Mirror {
         server: &Server,
         kind: ListKind,
         arrived: Instant,
+        fresh_for: Duration,
     ) -> Result<(), ErrorData> {
         let mut copy = self.copy.lock().await;
         let read_at = copy.read_at.get(&kind).copied();
         if let Some(read_at) = read_at
-            && (read_at >= arrived || read_at.elapsed() < self.relist_after)
+            && (read_at >= arrived || read_at.elapsed() < fresh_for)
         {
             return Ok(());
         }
@@ -289,11 +362,13 @@ impl Mirror {
                     |uri| server.remove_resource(uri),
                     |t| server.add_resource(components::proxy_template(upstream, t, completes)),
                 );
-                if !copy.relaying {
-                    copy.relaying = true;
-                    let uris = copy.resources.keys().cloned().collect();
-                    crate::updates::relay(server, upstream.clone(), uris);
-                }
+                let mut uris: Vec<String> = copy.resources.keys().cloned().collect();
+                uris.sort_unstable();
+                self.uris.send_if_modified(|listed| {
+                    let changed = *listed != uris;
+                    *listed = uris;
+                    changed
+                });
                 resources.and(templates)
             }
             ListKind::Prompts => {

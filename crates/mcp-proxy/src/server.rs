@@ -4,7 +4,9 @@
 //! The server is built from the upstream's listings; each tool becomes a [`ProxyTool`] that
 //! keeps every field, and each resource, template and prompt a definition that keeps every
 //! field and forwards on use (`components.rs`). Each list reaching it reads the upstream's
-//! list again and brings the components in line (`mirror.rs`). It is an ordinary
+//! list again and brings the components in line (`mirror.rs`), and so does each change the
+//! upstream announces (`announcements.rs`), so clients get `list_changed` when the upstream
+//! changes. It is an ordinary
 //! [`Server`]: mount it under a namespace, wrap it in middleware, serve it.
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
@@ -105,7 +107,12 @@ impl ProxyServer {
     }
 
     /// Connects (or reuses the session), lists the upstream's tools, resources, templates and
-    /// prompts, and returns the server.
+    /// prompts, and returns the server. From then on the server follows what the upstream
+    /// announces: a list the upstream says changed is read again at once (the proxy's
+    /// clients get `list_changed`), and from a 2026-07-28 upstream that offers resource
+    /// subscriptions, updates of every resource listed are relayed to the clients watching
+    /// them. A 2026-07-28 upstream is asked for these on a `subscriptions/listen` stream,
+    /// opened before the first list (the upstream has 10 s to acknowledge it).
     ///
     /// ```no_run
     /// # async fn run(u: ferrymcp_proxy::Upstream) -> Result<(), ferrymcp_proxy::ProxyError> {
@@ -118,6 +125,10 @@ impl ProxyServer {
         if let Some(instructions) = instructions {
             server.set_instructions(instructions);
         }
+        // Listening before the first read: no change made after it goes unannounced.
+        if let Some(listening) = mirror.follow(&server) {
+            let _ = listening.await;
+        }
         mirror.fill(&server).await?;
         Self::keep_up(&server, mirror);
         Ok(server)
@@ -126,7 +137,8 @@ impl ProxyServer {
     /// Returns the server at once, without reaching the upstream. Each kind of component is
     /// read on the first list that reaches the server; until the upstream has answered, its
     /// lists fail with the reason (a parent lists without it, with a warning) and calls of
-    /// its tools are unknown. The upstream's instructions are not taken: a server's
+    /// its tools are unknown. It follows what the upstream announces from when it starts,
+    /// or from its first list. The upstream's instructions are not taken: a server's
     /// identity is read when it is served, before the upstream is. For a server that should
     /// start whether or not its upstream is up.
     ///
@@ -153,10 +165,20 @@ impl ProxyServer {
     }
 
     /// Has every list reaching `server` bring it in line with the upstream first.
+    /// (Following the upstream's announcements starts here at the latest, for a server
+    /// built lazily, perhaps outside a runtime: when it starts, or on its first list.)
     fn keep_up(server: &Server, mirror: Arc<Mirror>) {
+        let starting = Arc::clone(&mirror);
+        server.on_start(move |server| {
+            drop(starting.follow(&server));
+            async { Ok(()) }
+        });
         server.before_list(move |server, kind| {
             let mirror = Arc::clone(&mirror);
-            async move { mirror.refresh(&server, kind).await }
+            async move {
+                drop(mirror.follow(&server));
+                mirror.refresh(&server, kind).await
+            }
         });
     }
 }
