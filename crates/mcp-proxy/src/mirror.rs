@@ -11,6 +11,9 @@
 //! does not have: the core runs the same hook first (see `Server::before_list`), so a tool
 //! the upstream added since the last list is read and called.
 //!
+//! A list the upstream announces a change of (`announcements.rs`) is read again the same
+//! way, whatever the copy's age.
+//!
 //! Lists arriving together share one read: a list waits for a read that is under way and
 //! reads again only if that read began before the list arrived. A list waits at most 2 s
 //! for the upstream: a slower one is listed from the copy, and the read goes on in the
