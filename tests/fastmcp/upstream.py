@@ -1,13 +1,15 @@
 """A FastMCP (PyPI `fastmcp` 4.1.x) server used as a foreign upstream by tests/suite/proxy_fastmcp.rs.
 
 Run over stdio: `python upstream.py`. Tools: `greet(name)`, `divide(a, b)` (a tool error on
-b == 0), and `slow_double(value)`, a task tool (`task=True`: `execution.taskSupport` is
-`optional` in its 2025-11-25 listing).
+b == 0), `slow_double(value)`, a task tool (`task=True`: `execution.taskSupport` is
+`optional` in its 2025-11-25 listing), and `learn(name)`, which adds a tool `name` answering
+its own name and announces `notifications/tools/list_changed`.
 """
 
 import asyncio
 
-from fastmcp import FastMCP
+import mcp.types as mcp_types
+from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
 from fastmcp_tasks import TasksExtension
 
@@ -35,6 +37,18 @@ async def slow_double(value: int) -> int:
     """Doubles, after a short pause."""
     await asyncio.sleep(0.05)
     return value * 2
+
+
+@mcp.tool
+async def learn(name: str, ctx: Context) -> str:
+    """Adds a tool `name` that answers its own name, and says the tool list changed."""
+
+    def learned() -> str:
+        return name
+
+    mcp.tool(learned, name=name)
+    await ctx.send_notification(mcp_types.ToolListChangedNotification())
+    return f"learned {name}"
 
 
 if __name__ == "__main__":

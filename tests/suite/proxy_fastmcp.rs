@@ -1,7 +1,8 @@
 //! A foreign upstream: FastMCP (PyPI `fastmcp` 4.1.x, `tests/fastmcp/upstream.py`) over stdio,
 //! proxied. Its 2025-11-25 listing carries `execution.taskSupport`, which must survive; calls,
 //! tool errors and bad input behave as direct; on 2026-07-28 its tasks pass through with
-//! signed ids.
+//! signed ids; a tool it adds while serving is announced to the gateway's clients and
+//! callable before any list (G18).
 //!
 //! The interpreter is `$FERRYMCP_FASTMCP_PYTHON`, else `target/fastmcp-venv/bin/python`, which
 //! `.ci/setup` creates. A missing venv fails these tests with that instruction.
@@ -18,7 +19,7 @@ use ferrymcp_proxy::{
     CommandTarget, ProxyServer, ProxyTasks, Upstream, UpstreamOptions, task_ids::TaskIdSigner,
 };
 use ferrymcp_test_helpers::{
-    client::{Lifecycle, connect, in_memory},
+    client::{ClientEvent, Lifecycle, connect, in_memory, recording_in_memory},
     wire::spawn_stdio,
 };
 use rmcp::ServiceError;
@@ -178,4 +179,46 @@ async fn fastmcp_tasks_pass_through_on_2026_07_28() {
         other => panic!("expected -32602, got {other:?}"),
     }
     pair.client.cancel().await.ok();
+}
+
+/// A tool FastMCP adds while serving: on 2025-11-25 its `notifications/tools/list_changed`
+/// reaches the gateway's clients (the proxy reads the list again on it), and in both eras the
+/// new tool can be called before anyone lists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g18_a_tool_fastmcp_adds_while_serving_is_announced_and_callable_through_the_gateway() {
+    let python = python();
+    for legacy in [true, false] {
+        let options = match legacy {
+            true => UpstreamOptions::default().legacy_handshake(),
+            false => UpstreamOptions::default(),
+        };
+        let upstream = upstream(&python, options);
+        let root = gateway(&upstream).await;
+        let (client, mut events) = recording_in_memory(root, Lifecycle::Legacy)
+            .await
+            .expect("a front client");
+        let learned = call(&client, "py_learn", json!({"name": "echo_me"})).await;
+        assert_eq!(
+            learned["complete"]["content"][0]["text"], "learned echo_me",
+            "{learned}"
+        );
+        if legacy {
+            let announced = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+                while let Some(event) = events.recv().await {
+                    if event == ClientEvent::ToolsChanged {
+                        return true;
+                    }
+                }
+                false
+            })
+            .await;
+            assert_eq!(announced, Ok(true), "tools/list_changed reached the client");
+        }
+        let echoed = call(&client, "py_echo_me", json!({})).await;
+        assert_eq!(
+            echoed["complete"]["content"][0]["text"], "echo_me",
+            "legacy: {legacy}: {echoed}"
+        );
+        client.cancel().await.ok();
+    }
 }

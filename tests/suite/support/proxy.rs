@@ -54,7 +54,7 @@ pub fn outcome(reply: Result<CallToolResponse, ServiceError>) -> Value {
     }
 }
 
-pub async fn call(client: &TestClient, name: &str, arguments: Value) -> Value {
+pub async fn call(client: &rmcp::Peer<rmcp::RoleClient>, name: &str, arguments: Value) -> Value {
     outcome(
         client
             .call_tool_once(
