@@ -16,8 +16,8 @@
 //! tells only the clients watching that URI (under its mount prefix). A 2025-11-25
 //! upstream's updates are not relayed.
 //!
-//! The stream is opened again after it ends (capped, jittered backoff), and the relay ends
-//! with the proxy server.
+//! The stream is opened again after it ends (capped, jittered backoff, started over only
+//! after a stream that lived a while), and the relay ends with the proxy server.
 
 use std::time::Duration;
 
@@ -135,7 +135,6 @@ async fn run(
                 until_changed(&server, &mut uris).await
             }
             Ok(Ok(Some(subscription))) => {
-                delay = RETRY_MIN;
                 if listened && current.is_none() {
                     // What changed while no stream was open was announced to nobody.
                     for kind in ListKind::ALL {
@@ -143,7 +142,15 @@ async fn run(
                     }
                 }
                 listened = true;
-                relay_stream(&server, &upstream, current.insert(subscription), &mut uris).await
+                let opened = tokio::time::Instant::now();
+                let ended =
+                    relay_stream(&server, &upstream, current.insert(subscription), &mut uris).await;
+                // Only a stream that lived a while starts the delays over: an upstream that
+                // ends each stream at once is asked (and read) ever less often.
+                if opened.elapsed() >= RETRY_MAX {
+                    delay = RETRY_MIN;
+                }
+                ended
             }
             Ok(Err(error)) => {
                 tracing::debug!(upstream = %upstream.name(), %error, "cannot listen for what the upstream announces");
