@@ -411,10 +411,8 @@ impl Upstream {
             {
                 Ok(None)
             }
-            Err(error) => Err(ProxyError::Connect {
-                upstream: self.inner.name.clone(),
-                reason: format!("subscriptions/listen: {error}"),
-            }),
+            // As any request's failure: a closed transport drops the session, URLs redacted.
+            Err(error) => Err(self.failed(&session, "subscriptions/listen", error)),
         }
     }
 

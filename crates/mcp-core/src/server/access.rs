@@ -242,10 +242,7 @@ impl Server {
     /// Records that this server's tree has a requirement, here and in every server it is
     /// mounted into.
     pub(crate) fn mark_guarded(&self) {
-        self.inner.guarded.store(true, Ordering::Release);
-        for parent in self.parents() {
-            parent.mark_guarded();
-        }
+        self.mark_up(|inner| &inner.guarded);
     }
 
     /// This server's matcher, else the first one set on a server it is mounted into.

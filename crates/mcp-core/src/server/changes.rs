@@ -74,6 +74,14 @@ impl Server {
         lock(&self.inner.parents).push(Arc::downgrade(&parent.inner));
     }
 
+    /// Sets `flag` (a fact about a server's tree) here and in every server above it.
+    pub(super) fn mark_up(&self, flag: fn(&ServerInner) -> &std::sync::atomic::AtomicBool) {
+        flag(&self.inner).store(true, std::sync::atomic::Ordering::Release);
+        for parent in self.parents() {
+            parent.mark_up(flag);
+        }
+    }
+
     /// The servers this one is mounted in, as they are now.
     pub(super) fn parents(&self) -> Vec<Server> {
         lock(&self.inner.parents)

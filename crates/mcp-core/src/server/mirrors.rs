@@ -23,10 +23,7 @@ impl Server {
 
     /// Records that this server's tree mirrors, here and in every server it is mounted into.
     pub(crate) fn mark_mirroring(&self) {
-        self.inner.mirrors.store(true, Ordering::Release);
-        for parent in self.parents() {
-            parent.mark_mirroring();
-        }
+        self.mark_up(|inner| &inner.mirrors);
     }
 
     /// Runs the `before_list` hook of every server that `name` (a component of `kind`) would
