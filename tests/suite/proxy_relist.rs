@@ -292,6 +292,27 @@ async fn next_of(
     .expect("the event in time")
 }
 
+/// A front mounting a proxy of `upstream` as `up`, and a 2025-11-25 client of it recording
+/// what it is told, its session live (a request went through; nothing was listed).
+async fn watching_front(
+    upstream: Upstream,
+) -> (
+    rmcp::service::RunningService<rmcp::RoleClient, ferrymcp_test_helpers::client::RecordingClient>,
+    tokio::sync::mpsc::UnboundedReceiver<ClientEvent>,
+) {
+    let proxy = ProxyServer::new(upstream)
+        .build()
+        .await
+        .expect("the proxy lists the upstream");
+    let front = Server::new("front");
+    front.mount(&proxy, "up").expect("mount");
+    let (client, events) = recording_in_memory(front, Lifecycle::Legacy)
+        .await
+        .expect("a client of the front");
+    client.list_all_prompts().await.expect("prompts/list");
+    (client, events)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn g18_what_the_upstream_announces_reaches_the_proxys_clients_without_a_list() {
     #![allow(deprecated)] // resources/subscribe: the front's client is a 2025-11-25 one.
@@ -304,19 +325,10 @@ async fn g18_what_the_upstream_announces_reaches_the_proxys_clients_without_a_li
         if legacy_upstream {
             options = options.legacy_handshake();
         }
-        let proxy = ProxyServer::new(
+        let (client, mut events) = watching_front(
             Upstream::http("up", HttpTarget::new(upstream_url)).with_options(options),
         )
-        .build()
-        .await
-        .expect("the proxy lists the upstream");
-        let front = Server::new("front");
-        front.mount(&proxy, "up").expect("mount");
-        let (client, mut events) = recording_in_memory(front, Lifecycle::Legacy)
-            .await
-            .expect("a client of the front");
-        // The session is live once a request went through; nothing is listed after this.
-        client.list_all_prompts().await.expect("prompts/list");
+        .await;
 
         upstream.tool("b", || async { "b" }).expect("b");
         next_of(&mut events, |e| *e == ClientEvent::ToolsChanged).await;
@@ -491,6 +503,54 @@ async fn g18_a_hanging_upstream_list_is_answered_from_the_copy() {
         .expect("listed without waiting for the hanging upstream");
     assert_eq!(listed, names(&["up_a", "up_c"]));
     open.send_replace(true);
+    assert_eq!(tool_names(&client).await, names(&["up_a", "up_b", "up_c"]));
+    client.cancel().await.ok();
+}
+
+/// Serves `server` on 127.0.0.1:`port` (0: any) until `stop` is cancelled: its URL, and the
+/// serving task (ended once the port is free again).
+async fn serve_on(
+    server: Server,
+    port: u16,
+    stop: tokio_util::sync::CancellationToken,
+) -> (String, tokio::task::JoinHandle<()>) {
+    let http = ferrymcp::HttpServer::bind(server, ("127.0.0.1", port), ferrymcp::HttpConfig::new())
+        .await
+        .expect("bind");
+    let url = format!("http://{}/mcp", http.local_addr());
+    let serving = tokio::spawn(async move {
+        let _ = http.run_until(stop.cancelled_owned()).await;
+    });
+    (url, serving)
+}
+
+/// A 2026-07-28 upstream restarted with other tools while the proxy listens to it: the
+/// stream it announced on is gone, and nobody announces what changed meanwhile. Once the
+/// proxy listens again it reads every list, and its clients hear of the change without
+/// listing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g23_an_upstream_restarted_with_other_tools_reaches_the_proxys_clients_without_a_list() {
+    let (first, _lists) = upstream();
+    let stop_first = tokio_util::sync::CancellationToken::new();
+    let (url, first_serving) = serve_on(first, 0, stop_first.clone()).await;
+    let port: u16 = url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .parse()
+        .expect("a port");
+    let (client, mut events) = watching_front(Upstream::http("up", HttpTarget::new(url))).await;
+
+    stop_first.cancel();
+    tokio::time::timeout(Duration::from_secs(20), first_serving)
+        .await
+        .expect("the first upstream stops")
+        .expect("it stopped cleanly");
+    let (second, _lists) = upstream();
+    second.tool("b", || async { "b" }).expect("b");
+    let stop_second = tokio_util::sync::CancellationToken::new();
+    let _second_guard = stop_second.clone().drop_guard();
+    let (_url, _second_serving) = serve_on(second, port, stop_second).await;
+    next_of(&mut events, |e| *e == ClientEvent::ToolsChanged).await;
     assert_eq!(tool_names(&client).await, names(&["up_a", "up_b", "up_c"]));
     client.cancel().await.ok();
 }
