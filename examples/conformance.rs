@@ -988,7 +988,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .init();
     let cli = Cli::parse();
     let http = HttpServer::bind(conformance_server()?, cli.http, HttpConfig::new()).await?;
-    eprintln!("listening on http://{}/mcp", http.local_addr());
-    http.run_until(ferrymcp::shutdown_signal()).await?;
+    let started = http.start().await?;
+    eprintln!("listening on http://{}/mcp", started.local_addr());
+    started.run_until(ferrymcp::shutdown_signal()).await?;
     Ok(())
 }

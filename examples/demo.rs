@@ -428,6 +428,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         false => None,
     };
     let server = demo_server(config, auth.is_some(), admin.clone())?;
+    let has_admin = admin.is_some();
     match cli.http {
         Some(addr) => {
             let mut http_config = HttpConfig::new();
@@ -436,16 +437,23 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
                 eprintln!("OAuth: tokens from {issuer} for {audience}");
             }
             let mut http = HttpServer::bind(server, addr, http_config).await?;
-            eprintln!("listening on http://{}/mcp", http.local_addr());
+            let base = format!("http://{}", http.local_addr());
             if cli.metrics {
                 http = http.merge(MetricsExporter::install()?.router("/metrics"));
-                eprintln!("metrics on http://{}/metrics", http.local_addr());
             }
             if let Some(backend) = admin {
                 http = http.merge_operator_routes(Admin::new(backend).router("/admin"));
-                eprintln!("admin on http://{}/admin", http.local_addr());
             }
-            http.run_until(ferrymcp::shutdown_signal()).await?;
+            // Said once the task store is reached: a store that cannot be is an error first.
+            let started = http.start().await?;
+            eprintln!("listening on {base}/mcp");
+            if cli.metrics {
+                eprintln!("metrics on {base}/metrics");
+            }
+            if has_admin {
+                eprintln!("admin on {base}/admin");
+            }
+            started.run_until(ferrymcp::shutdown_signal()).await?;
         }
         None => {
             let mut stdio = StdioConfig::new();

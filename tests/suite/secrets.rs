@@ -169,6 +169,34 @@ mod with_redis {
         let _ = worker.kill().await;
     }
 
+    /// The demo over HTTP with a task store nothing answers at: it exits with an error that
+    /// names the store without the password, and never says it listens (a supervisor or a
+    /// script waiting for that line must not send calls to a server that is about to stop).
+    #[tokio::test]
+    async fn issue12_a_demo_whose_task_store_cannot_be_reached_fails_before_saying_it_listens() {
+        let port = common::free_port();
+        let url = format!("redis://:{PASSWORD}@127.0.0.1:{port}/0");
+        let (mut demo, mut stderr) = spawn_demo(&["--http", "127.0.0.1:0", "--tasks-url", &url]);
+        let exited = tokio::time::timeout(PATIENCE, demo.wait())
+            .await
+            .expect("the demo exits within the patience")
+            .expect("the demo's exit status");
+        let mut seen = Vec::new();
+        while let Some(line) = stderr.recv().await {
+            seen.push(line);
+        }
+        let shown = seen.join("\n");
+        assert!(!exited.success(), "{shown}");
+        assert!(
+            shown.contains(&format!(
+                "cannot use Redis at redis://:***@127.0.0.1:{port}/0"
+            )),
+            "{shown}"
+        );
+        assert!(!shown.contains("listening on"), "{shown}");
+        assert!(!shown.contains(PASSWORD), "{shown}");
+    }
+
     /// One 2026-07-28 `tasks/get` over HTTP; the JSON-RPC answer.
     async fn tasks_get(url: &str, id: &str) -> Value {
         let body = json!({

@@ -106,7 +106,9 @@ pub use service::McpService;
 pub use shutdown::shutdown_signal;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{TaskConfig, ToolDef, ToolInfo};
-pub use transport::http::{DEFAULT_OPERATOR_SCOPE, HttpConfig, HttpConfigError, HttpServer};
+pub use transport::http::{
+    DEFAULT_OPERATOR_SCOPE, HttpConfig, HttpConfigError, HttpServer, StartedHttpServer,
+};
 pub use transport::stdio::StdioConfig;
 
 /// What the `#[tool]`, `#[resource]` and `#[prompt]` macros name in the code they

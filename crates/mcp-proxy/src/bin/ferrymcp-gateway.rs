@@ -99,12 +99,16 @@ async fn serve(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     match cli.http {
         Some(addr) => {
             let mut http = HttpServer::bind(server, addr, http_config).await?;
-            eprintln!("listening on http://{}/mcp", http.local_addr());
+            let base = format!("http://{}", http.local_addr());
             if cli.metrics {
                 http = http.merge(MetricsExporter::install()?.router("/metrics"));
-                eprintln!("metrics on http://{}/metrics", http.local_addr());
             }
-            http.run_until(ferrymcp_core::shutdown_signal()).await?;
+            let started = http.start().await?;
+            eprintln!("listening on {base}/mcp");
+            if cli.metrics {
+                eprintln!("metrics on {base}/metrics");
+            }
+            started.run_until(ferrymcp_core::shutdown_signal()).await?;
         }
         None => server.serve_stdio().await?,
     }

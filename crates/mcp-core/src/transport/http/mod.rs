@@ -464,7 +464,8 @@ impl HttpServer {
     }
 
     /// Starts the server, serves until `shutdown` completes, then stops accepting, lets open
-    /// requests finish, and stops the server.
+    /// requests finish, and stops the server. [`start`](Self::start) splits the two steps,
+    /// for a program that says it is ready only once the server has started.
     ///
     /// ```no_run
     /// # async fn run(http: ferrymcp_core::HttpServer) -> Result<(), ferrymcp_core::ServerError> {
@@ -475,19 +476,92 @@ impl HttpServer {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServerError> {
+        self.start().await?.run_until(shutdown).await
+    }
+
+    /// Starts the server (its extensions' start-up, such as reaching a task store) without
+    /// accepting yet: an error here means nothing was served. Connections made meanwhile
+    /// wait in the listener's backlog.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use ferrymcp_core::{HttpServer, Server};
+    /// let http = HttpServer::bind(Server::new("demo"), "127.0.0.1:0", Default::default())
+    ///     .await
+    ///     .unwrap();
+    /// let started = http.start().await.unwrap();
+    /// println!("listening on http://{}/mcp", started.local_addr());
+    /// started.run_until(async {}).await.unwrap();
+    /// # });
+    /// ```
+    pub async fn start(self) -> Result<StartedHttpServer, ServerError> {
         let running = self.server.start().await?;
-        let token = self.shutdown;
+        Ok(StartedHttpServer {
+            http: self,
+            running,
+        })
+    }
+}
+
+/// An [`HttpServer`] whose server has started: [`run_until`](Self::run_until) accepts
+/// connections. Dropped without running, it accepts nothing and its server's extensions
+/// are left to their own drop.
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use ferrymcp_core::{HttpServer, Server};
+/// let http = HttpServer::bind(Server::new("demo"), "127.0.0.1:0", Default::default())
+///     .await
+///     .unwrap();
+/// let started = http.start().await.unwrap();
+/// assert!(started.local_addr().ip().is_loopback());
+/// # });
+/// ```
+pub struct StartedHttpServer {
+    http: HttpServer,
+    running: crate::RunningServer,
+}
+
+impl StartedHttpServer {
+    /// The bound address.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let http = ferrymcp_core::HttpServer::bind(ferrymcp_core::Server::new("s"), "127.0.0.1:0", Default::default()).await.unwrap();
+    /// let port = http.local_addr().port();
+    /// assert_eq!(http.start().await.unwrap().local_addr().port(), port);
+    /// # });
+    /// ```
+    pub fn local_addr(&self) -> SocketAddr {
+        self.http.local_addr
+    }
+
+    /// Serves until `shutdown` completes, then stops accepting, lets open requests finish,
+    /// and stops the server.
+    ///
+    /// ```no_run
+    /// # async fn run(http: ferrymcp_core::HttpServer) -> Result<(), ferrymcp_core::ServerError> {
+    /// let started = http.start().await?;
+    /// started.run_until(ferrymcp_core::shutdown_signal()).await
+    /// # }
+    /// ```
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServerError> {
+        let Self { http, running } = self;
+        let token = http.shutdown;
         let stop = token.clone();
         let watcher = tokio::spawn(async move {
             shutdown.await;
             stop.cancel();
         });
         connection::serve(
-            self.listener,
-            self.router,
-            self.limits,
+            http.listener,
+            http.router,
+            http.limits,
             token.clone(),
-            self.log,
+            http.log,
         )
         .await;
         watcher.abort();
