@@ -584,6 +584,30 @@ async fn a_restarted_http_upstream_is_used_again() {
     pair.client.cancel().await.ok();
 }
 
+/// A 2025-11-25 session an upstream forgot when it restarted: the first request after it
+/// is refused with 404 (not run), sent again on a new session, and answered; the caller
+/// never sees the restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_session_the_restarted_upstream_forgot_is_replaced_without_failing_a_request() {
+    let port = common::free_port();
+    let mut first = demo_http_on(port).await;
+    let upstream = Upstream::http(
+        "demo",
+        HttpTarget::new(format!("http://127.0.0.1:{port}/mcp")),
+    )
+    .with_options(UpstreamOptions::default().legacy_handshake());
+    let before = upstream.list_tools().await.expect("tools/list before");
+    first.kill().await.expect("kill the demo");
+    first.wait().await.expect("the demo exited");
+
+    let _second = demo_http_on(port).await;
+    let after = upstream
+        .list_tools()
+        .await
+        .expect("tools/list after the restart, on a new session");
+    assert_eq!(after.len(), before.len());
+}
+
 /// Proxying the demo through an rmcp client the caller already has.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_existing_rmcp_client_is_proxied() {

@@ -275,6 +275,37 @@ struct Silent {
     lists: Arc<AtomicUsize>,
 }
 
+/// Sends the update of `uri` from `upstream` until the front's client records it as
+/// `proxied` (the relay subscribes on its own time), within 20 s.
+async fn update_reaches(
+    upstream: &Server,
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<ClientEvent>,
+    uri: &str,
+    proxied: &str,
+) {
+    tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            upstream.resource_updated(uri);
+            let arrived = tokio::time::timeout(Duration::from_millis(100), async {
+                loop {
+                    match events.recv().await {
+                        Some(ClientEvent::ResourceUpdated(uri)) => return uri,
+                        Some(_) => continue,
+                        None => return String::new(),
+                    }
+                }
+            })
+            .await;
+            if let Ok(arrived) = arrived {
+                assert_eq!(arrived, proxied);
+                return;
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the update of {uri} reaches its watcher as {proxied}"));
+}
+
 /// The next event of `kind` the front's client records, within 20 s.
 async fn next_of(
     events: &mut tokio::sync::mpsc::UnboundedReceiver<ClientEvent>,
@@ -346,36 +377,14 @@ async fn g18_what_the_upstream_announces_reaches_the_proxys_clients_without_a_li
             "legacy: {legacy_upstream}"
         );
 
-        if !legacy_upstream {
-            // A resource added after the proxy was built is watched too (its updates are
-            // relayed from a 2026-07-28 upstream only). The relay subscribes to it on its
-            // own time: the update is sent until it arrives.
-            client
-                .subscribe(SubscribeRequestParams::new("data://up/two"))
-                .await
-                .expect("resources/subscribe");
-            tokio::time::timeout(Duration::from_secs(20), async {
-                loop {
-                    upstream.resource_updated("data://two");
-                    let arrived = tokio::time::timeout(Duration::from_millis(100), async {
-                        loop {
-                            match events.recv().await {
-                                Some(ClientEvent::ResourceUpdated(uri)) => return uri,
-                                Some(_) => continue,
-                                None => return String::new(),
-                            }
-                        }
-                    })
-                    .await;
-                    if let Ok(uri) = arrived {
-                        assert_eq!(uri, "data://up/two");
-                        return;
-                    }
-                }
-            })
+        // A resource added after the proxy was built is watched too, from either era
+        // (a 2025-11-25 session is sent `resources/subscribe` for it). The relay
+        // subscribes to it on its own time: the update is sent until it arrives.
+        client
+            .subscribe(SubscribeRequestParams::new("data://up/two"))
             .await
-            .expect("the update of a resource added upstream reaches its watcher");
-        }
+            .expect("resources/subscribe");
+        update_reaches(&upstream, &mut events, "data://two", "data://up/two").await;
         client.cancel().await.ok();
     }
 }
@@ -530,6 +539,14 @@ async fn serve_on(
 /// listing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn g23_an_upstream_restarted_with_other_tools_reaches_the_proxys_clients_without_a_list() {
+    for legacy_upstream in [false, true] {
+        restarted_upstream_is_followed(legacy_upstream).await;
+    }
+}
+
+async fn restarted_upstream_is_followed(legacy_upstream: bool) {
+    #![allow(deprecated)] // resources/subscribe: the front's client is a 2025-11-25 one.
+    use ferrymcp::types::SubscribeRequestParams;
     let (first, _lists) = upstream();
     let stop_first = tokio_util::sync::CancellationToken::new();
     let (url, first_serving) = serve_on(first, 0, stop_first.clone()).await;
@@ -538,7 +555,16 @@ async fn g23_an_upstream_restarted_with_other_tools_reaches_the_proxys_clients_w
         .trim_end_matches("/mcp")
         .parse()
         .expect("a port");
-    let (client, mut events) = watching_front(Upstream::http("up", HttpTarget::new(url))).await;
+    let mut options = ferrymcp_proxy::UpstreamOptions::default();
+    if legacy_upstream {
+        options = options.legacy_handshake();
+    }
+    let (client, mut events) =
+        watching_front(Upstream::http("up", HttpTarget::new(url)).with_options(options)).await;
+    client
+        .subscribe(SubscribeRequestParams::new("data://up/one"))
+        .await
+        .expect("resources/subscribe");
 
     stop_first.cancel();
     tokio::time::timeout(Duration::from_secs(20), first_serving)
@@ -549,8 +575,10 @@ async fn g23_an_upstream_restarted_with_other_tools_reaches_the_proxys_clients_w
     second.tool("b", || async { "b" }).expect("b");
     let stop_second = tokio_util::sync::CancellationToken::new();
     let _second_guard = stop_second.clone().drop_guard();
-    let (_url, _second_serving) = serve_on(second, port, stop_second).await;
+    let (_url, _second_serving) = serve_on(second.clone(), port, stop_second).await;
     next_of(&mut events, |e| *e == ClientEvent::ToolsChanged).await;
     assert_eq!(tool_names(&client).await, names(&["up_a", "up_b", "up_c"]));
+    // The restarted upstream knows no subscription: the proxy made them again.
+    update_reaches(&second, &mut events, "data://one", "data://up/one").await;
     client.cancel().await.ok();
 }

@@ -9,24 +9,34 @@
 //! (the upstream restarted), every list is read again: changes made meanwhile were not
 //! announced to anyone.
 //!
-//! Resource updates: when the upstream session is 2026-07-28 and advertises
-//! `resources.subscribe`, the same stream subscribes to every resource the proxy lists (at
-//! most [`MAX_RESOURCE_SUBSCRIPTIONS`](ferrymcp_core::MAX_RESOURCE_SUBSCRIPTIONS)), opened
-//! again whenever that set changes, and each update is announced on the proxy server, which
-//! tells only the clients watching that URI (under its mount prefix). A 2025-11-25
-//! upstream's updates are not relayed.
+//! Resource updates: when the upstream advertises `resources.subscribe`, the proxy
+//! subscribes to every resource it lists (at most
+//! [`MAX_RESOURCE_SUBSCRIPTIONS`](ferrymcp_core::MAX_RESOURCE_SUBSCRIPTIONS)), and each
+//! update is announced on the proxy server, which tells only the clients watching that URI
+//! (under its mount prefix). On 2026-07-28 the same stream carries them, opened again
+//! whenever that set changes; on 2025-11-25 the session is sent a `resources/subscribe` for
+//! each resource that joins the set (and `resources/unsubscribe` for each that leaves it),
+//! and its `notifications/resources/updated` reach [`UpstreamHandler`].
 //!
-//! The stream is opened again after it ends (capped, jittered backoff, started over only
-//! after a stream that lived a while), and the relay ends with the proxy server.
+//! The stream (or, on 2025-11-25, the session, pinged every [`SESSION_CHECK`]) is opened
+//! again after it ends (capped, jittered backoff, started over only after one that lived a
+//! while), and the relay ends with the proxy server.
 
-use std::time::Duration;
+use std::{collections::BTreeSet, sync::Arc, time::Duration};
 
 use ferrymcp_core::{ListKind, Server, WeakServer};
 use ferrymcp_types::ClientConfig;
-use rmcp::{RoleClient, model::ServerNotification, service::NotificationContext};
+use rmcp::{
+    RoleClient,
+    model::{ClientRequest, PingRequest, ResourceUpdatedNotificationParam, ServerNotification},
+    service::NotificationContext,
+};
 use tokio::sync::{broadcast, oneshot, watch};
 
-use crate::Upstream;
+use crate::{
+    RequestOptions, Upstream,
+    connection::{Listening, Session},
+};
 
 /// The first delay before listening again (each next one doubles).
 const RETRY_MIN: Duration = Duration::from_millis(250);
@@ -39,17 +49,34 @@ pub(crate) const ALIVE_CHECK: Duration = Duration::from_secs(30);
 /// How many list changes wait for the proxy servers following them (more: all lists are
 /// read again).
 pub(crate) const LIST_CHANGES_CAPACITY: usize = 16;
+/// How many resource updates from a 2025-11-25 session wait for the relay (more: every
+/// subscribed resource is announced as updated).
+pub(crate) const UPDATES_CAPACITY: usize = 256;
+/// How often the relay pings a 2025-11-25 session it follows: an upstream that restarted
+/// answers that it no longer knows the session, which is then replaced (announcements
+/// missed meanwhile made up for, resources subscribed to again).
+const SESSION_CHECK: Duration = Duration::from_secs(5);
 
 /// The proxy's client side of an upstream session: the client's identity, and the list
-/// changes a 2025-11-25 session announces, passed to the upstream's channel.
+/// changes and resource updates a 2025-11-25 session announces, passed to the upstream's
+/// channels.
 pub(crate) struct UpstreamHandler {
     pub(crate) config: ClientConfig,
     changes: broadcast::Sender<ListKind>,
+    updates: broadcast::Sender<String>,
 }
 
 impl UpstreamHandler {
-    pub(crate) fn new(config: ClientConfig, changes: broadcast::Sender<ListKind>) -> Self {
-        Self { config, changes }
+    pub(crate) fn new(
+        config: ClientConfig,
+        changes: broadcast::Sender<ListKind>,
+        updates: broadcast::Sender<String>,
+    ) -> Self {
+        Self {
+            config,
+            changes,
+            updates,
+        }
     }
 
     fn changed(&self, kind: ListKind) {
@@ -73,6 +100,15 @@ impl rmcp::ClientHandler for UpstreamHandler {
 
     async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.changed(ListKind::Prompts);
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        // No relay follows this session's resources: nobody to tell.
+        let _ = self.updates.send(params.uri);
     }
 }
 
@@ -104,7 +140,7 @@ enum Ended {
     Gone,
     /// The listed resources changed: listen again at once.
     Resubscribe,
-    /// The stream ended or failed: listen again after a delay.
+    /// The stream or session ended or failed: listen again after a delay.
     Lost,
 }
 
@@ -119,7 +155,11 @@ async fn run(
     // The open stream; when the listed resources change it stays open until the next one
     // is, so no list change falls between the two.
     let mut current = None;
-    let mut listened = false;
+    // The resources a 2025-11-25 session is subscribed to.
+    let mut subscribed = BTreeSet::new();
+    // Whether the last stream or session was lost: what changed until the next one opened
+    // was announced to nobody.
+    let mut lost = false;
     while server.upgrade().is_some() {
         let mut watched = uris.borrow_and_update().clone();
         watched.truncate(ferrymcp_core::MAX_RESOURCE_SUBSCRIPTIONS);
@@ -127,30 +167,34 @@ async fn run(
         if let Some(tried) = tried.take() {
             let _ = tried.send(());
         }
+        let opened = tokio::time::Instant::now();
         let ended = match listen {
             Ok(Ok(None)) => {
-                // Nothing to listen for now (a 2025-11-25 upstream, or one announcing
-                // nothing): wait for the listed resources to change.
+                // Nothing to listen for now (an upstream announcing nothing): wait for
+                // the listed resources to change.
                 current = None;
                 until_changed(&server, &mut uris).await
             }
-            Ok(Ok(Some(subscription))) => {
-                if listened && current.is_none() {
-                    // What changed while no stream was open was announced to nobody.
+            Ok(Ok(Some(listening))) => {
+                if std::mem::take(&mut lost) {
                     for kind in ListKind::ALL {
                         upstream.announce(kind);
                     }
                 }
-                listened = true;
-                let opened = tokio::time::Instant::now();
-                let ended =
-                    relay_stream(&server, &upstream, current.insert(subscription), &mut uris).await;
-                // Only a stream that lived a while starts the delays over: an upstream that
-                // ends each stream at once is asked (and read) ever less often.
-                if opened.elapsed() >= RETRY_MAX {
-                    delay = RETRY_MIN;
+                match listening {
+                    Listening::Stream(subscription) => {
+                        let stream = current.insert(subscription);
+                        relay_stream(&server, &upstream, stream, &mut uris).await
+                    }
+                    Listening::Session { session, updates } => {
+                        current = None;
+                        let session = FollowedSession {
+                            session,
+                            updates: updates.then_some(&mut subscribed),
+                        };
+                        follow_session(&server, &upstream, session, &mut uris).await
+                    }
                 }
-                ended
             }
             Ok(Err(error)) => {
                 tracing::debug!(upstream = %upstream.name(), %error, "cannot listen for what the upstream announces");
@@ -164,10 +208,118 @@ async fn run(
         match ended {
             Ended::Gone => return,
             Ended::Resubscribe => continue,
-            Ended::Lost => current = None,
+            Ended::Lost => {
+                current = None;
+                subscribed.clear();
+                lost = true;
+            }
+        }
+        // Only a stream or session that lived a while starts the delays over: an upstream
+        // that ends each one at once is asked (and read) ever less often.
+        if opened.elapsed() >= RETRY_MAX {
+            delay = RETRY_MIN;
         }
         tokio::time::sleep(jittered(delay)).await;
         delay = (delay * 2).min(RETRY_MAX);
+    }
+}
+
+/// A 2025-11-25 session the relay follows, and the resources it is subscribed to when it
+/// relays their updates.
+struct FollowedSession<'a> {
+    session: Arc<Session>,
+    updates: Option<&'a mut BTreeSet<String>>,
+}
+
+/// Follows a 2025-11-25 session until it closes, the listed resources change, or `server`
+/// is gone: its list changes reach the handler on their own; the listed resources are
+/// subscribed to (those no longer listed unsubscribed) and their updates relayed.
+async fn follow_session(
+    server: &WeakServer,
+    upstream: &Upstream,
+    followed: FollowedSession<'_>,
+    uris: &mut watch::Receiver<Vec<String>>,
+) -> Ended {
+    let FollowedSession { session, updates } = followed;
+    // Heard from before subscribing, so no update falls between the two.
+    let mut announced = upstream.resource_updates();
+    let mut none = BTreeSet::new();
+    let subscribed = match updates {
+        Some(subscribed) => {
+            let wanted: BTreeSet<String> = uris
+                .borrow()
+                .iter()
+                .take(ferrymcp_core::MAX_RESOURCE_SUBSCRIPTIONS)
+                .cloned()
+                .collect();
+            let joined = wanted.difference(subscribed).cloned().collect();
+            let left = subscribed.difference(&wanted).cloned().collect();
+            let subscribing = upstream.subscribe_each(&session, joined, true);
+            match tokio::time::timeout(LISTEN_TIMEOUT, subscribing).await {
+                Ok(Ok(true)) => {}
+                // It advertises subscriptions but does not take them: nothing to relay.
+                Ok(Ok(false)) => return until_changed(server, uris).await,
+                Ok(Err(error)) => {
+                    tracing::debug!(upstream = %upstream.name(), %error, "cannot subscribe to the upstream's resources");
+                    return Ended::Lost;
+                }
+                Err(_) => {
+                    tracing::debug!(upstream = %upstream.name(), "the upstream did not acknowledge resources/subscribe in time");
+                    return Ended::Lost;
+                }
+            }
+            // A resource no longer listed: its updates would be dropped anyway.
+            let unsubscribing = upstream.subscribe_each(&session, left, false);
+            if !matches!(
+                tokio::time::timeout(LISTEN_TIMEOUT, unsubscribing).await,
+                Ok(Ok(_))
+            ) {
+                tracing::debug!(upstream = %upstream.name(), "cannot unsubscribe from the upstream's resources");
+            }
+            *subscribed = wanted;
+            subscribed
+        }
+        None => &mut none,
+    };
+    loop {
+        tokio::select! {
+            update = announced.recv() => {
+                let Some(server) = server.upgrade() else {
+                    return Ended::Gone;
+                };
+                match update {
+                    Ok(uri) if subscribed.contains(&uri) => server.resource_updated(uri),
+                    Ok(_) => {}
+                    // Some updates were missed: each resource may have changed.
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        for uri in subscribed.iter() {
+                            server.resource_updated(uri.clone());
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return Ended::Gone,
+                }
+            }
+            changed = uris.changed() => {
+                return if changed.is_ok() { Ended::Resubscribe } else { Ended::Gone };
+            }
+            () = tokio::time::sleep(SESSION_CHECK) => {
+                if server.upgrade().is_none() {
+                    return Ended::Gone;
+                }
+                if upstream.is_current(&session) {
+                    let ping = upstream.request(
+                        ClientRequest::PingRequest(PingRequest::default()),
+                        RequestOptions::default(),
+                    );
+                    // A failure drops the session (seen below); its answer says nothing else.
+                    drop(tokio::time::timeout(LISTEN_TIMEOUT, ping).await);
+                }
+                if !upstream.is_current(&session) {
+                    tracing::debug!(upstream = %upstream.name(), "the upstream's session closed; following the next one");
+                    return Ended::Lost;
+                }
+            }
+        }
     }
 }
 

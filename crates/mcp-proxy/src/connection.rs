@@ -159,6 +159,21 @@ enum Source {
     Peer(Peer<RoleClient>),
 }
 
+/// How many `resources/subscribe` a 2025-11-25 session is sent at once.
+const SUBSCRIBES_AT_ONCE: usize = 8;
+
+/// What the proxy follows of an upstream (`announcements.rs`).
+pub(crate) enum Listening {
+    /// A 2026-07-28 `subscriptions/listen` stream.
+    Stream(Box<rmcp::service::Subscription>),
+    /// A 2025-11-25 session: its list changes reach [`UpstreamHandler`]; with `updates`,
+    /// the resources it is subscribed to one by one announce their updates there too.
+    Session {
+        session: Arc<Session>,
+        updates: bool,
+    },
+}
+
 /// One open session.
 pub(crate) struct Session {
     pub(crate) peer: Peer<RoleClient>,
@@ -183,7 +198,7 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    fn closed(&self) -> bool {
+    pub(crate) fn closed(&self) -> bool {
         self.peer.is_transport_closed()
     }
 
@@ -216,6 +231,8 @@ struct Inner {
     http_client: OnceLock<ForwardingClient>,
     /// The lists the upstream announced a change of (`announcements.rs`).
     changes: tokio::sync::broadcast::Sender<ListKind>,
+    /// The resources a 2025-11-25 session announced an update of (`announcements.rs`).
+    updates: tokio::sync::broadcast::Sender<String>,
 }
 
 /// A remote MCP server and the one session the proxy keeps with it. Cheap to clone (clones
@@ -260,6 +277,7 @@ impl Upstream {
                 backoff: Mutex::new(Backoff::default()),
                 http_client: OnceLock::new(),
                 changes: tokio::sync::broadcast::channel(announcements::LIST_CHANGES_CAPACITY).0,
+                updates: tokio::sync::broadcast::channel(announcements::UPDATES_CAPACITY).0,
             }),
         }
     }
@@ -376,16 +394,14 @@ impl Upstream {
         Ok(self.session().await?.completions)
     }
 
-    /// Opens a `subscriptions/listen` stream on a 2026-07-28 upstream for the list changes
-    /// it announces and the updates of `uris` (when it advertises `resources.subscribe`);
-    /// `None` when there is nothing to listen for (a 2025-11-25 session, whose list changes
-    /// reach [`UpstreamHandler`] instead).
-    pub(crate) async fn listen(
-        &self,
-        uris: &[String],
-    ) -> Result<Option<rmcp::service::Subscription>, ProxyError> {
+    /// What there is to follow on the upstream's session: on a 2026-07-28 upstream, a
+    /// `subscriptions/listen` stream for the list changes it announces and the updates of
+    /// `uris` (when it advertises `resources.subscribe`); on a 2025-11-25 one, the session
+    /// itself, whose announcements reach [`UpstreamHandler`]. `None` when the upstream
+    /// announces nothing.
+    pub(crate) async fn listen(&self, uris: &[String]) -> Result<Option<Listening>, ProxyError> {
         let session = self.session().await?;
-        let Some(info) = session.peer.peer_info().filter(|_| session.modern) else {
+        let Some(info) = session.peer.peer_info() else {
             return Ok(None);
         };
         let capabilities = &info.capabilities;
@@ -394,7 +410,15 @@ impl Upstream {
         let prompts = announced(capabilities.prompts.as_ref().and_then(|p| p.list_changed));
         let resources = capabilities.resources.as_ref();
         let resource_lists = announced(resources.and_then(|r| r.list_changed));
-        let updates = announced(resources.and_then(|r| r.subscribe)) && !uris.is_empty();
+        let subscribes = announced(resources.and_then(|r| r.subscribe));
+        if !session.modern {
+            let follows = tools || prompts || resource_lists || subscribes;
+            return Ok(follows.then(|| Listening::Session {
+                session: Arc::clone(&session),
+                updates: subscribes,
+            }));
+        }
+        let updates = subscribes && !uris.is_empty();
         if !(tools || prompts || resource_lists || updates) {
             return Ok(None);
         }
@@ -404,7 +428,7 @@ impl Upstream {
         filter.prompts_list_changed = prompts.then_some(true);
         filter.resource_subscriptions = updates.then(|| uris.to_vec());
         match session.peer.listen(filter).await {
-            Ok(subscription) => Ok(Some(subscription)),
+            Ok(subscription) => Ok(Some(Listening::Stream(Box::new(subscription)))),
             // It announces changes but cannot stream them: there is nothing to listen to.
             Err(ServiceError::McpError(error))
                 if error.code == rmcp::model::ErrorCode::METHOD_NOT_FOUND =>
@@ -414,6 +438,50 @@ impl Upstream {
             // As any request's failure: a closed transport drops the session, URLs redacted.
             Err(error) => Err(self.failed(&session, "subscriptions/listen", error)),
         }
+    }
+
+    /// Sends `resources/subscribe` (or, with `subscribe` false, `resources/unsubscribe`)
+    /// for each of `uris` on a 2025-11-25 `session`, a few at a time. `Ok(false)` when the
+    /// upstream does not implement it.
+    #[allow(deprecated)] // resources/subscribe is how a 2025-11-25 session asks for updates.
+    pub(crate) async fn subscribe_each(
+        &self,
+        session: &Arc<Session>,
+        uris: Vec<String>,
+        subscribe: bool,
+    ) -> Result<bool, ProxyError> {
+        use futures::{StreamExt as _, TryStreamExt as _};
+        use rmcp::model::{SubscribeRequestParams, UnsubscribeRequestParams};
+        let method = if subscribe {
+            "resources/subscribe"
+        } else {
+            "resources/unsubscribe"
+        };
+        let peer = &session.peer;
+        let sent = futures::stream::iter(uris)
+            .map(|uri| async move {
+                match subscribe {
+                    true => peer.subscribe(SubscribeRequestParams::new(uri)).await,
+                    false => peer.unsubscribe(UnsubscribeRequestParams::new(uri)).await,
+                }
+            })
+            .buffer_unordered(SUBSCRIBES_AT_ONCE)
+            .try_collect::<Vec<()>>()
+            .await;
+        match sent {
+            Ok(_) => Ok(true),
+            Err(ServiceError::McpError(error))
+                if error.code == rmcp::model::ErrorCode::METHOD_NOT_FOUND =>
+            {
+                Ok(false)
+            }
+            Err(error) => Err(self.failed(session, method, error)),
+        }
+    }
+
+    /// The resources this upstream's 2025-11-25 sessions announce an update of, from now on.
+    pub(crate) fn resource_updates(&self) -> tokio::sync::broadcast::Receiver<String> {
+        self.inner.updates.subscribe()
     }
 
     /// Tells the proxy servers following this upstream that its list of `kind` changed.
@@ -429,7 +497,11 @@ impl Upstream {
 
     /// The client side of a new session.
     fn handler(&self) -> UpstreamHandler {
-        UpstreamHandler::new(client_config(), self.inner.changes.clone())
+        UpstreamHandler::new(
+            client_config(),
+            self.inner.changes.clone(),
+            self.inner.updates.clone(),
+        )
     }
 
     /// Every tool the upstream lists (all pages), `execution` kept where the upstream's
@@ -644,11 +716,31 @@ impl Upstream {
         // Boxed: rmcp's session path is large and, on a 2026-07-28 upstream over HTTP,
         // rarely taken.
         let method = request.method().to_owned();
-        Box::pin(self.send_on_session(&session, request, peer_options, cancel, &method)).await
+        // A 2025-11-25 session the upstream no longer knows (it restarted) did not run the
+        // request: sent again once, on a new session.
+        let again = (!session.modern).then(|| request.clone());
+        match Box::pin(self.send_on_session(&session, request, peer_options, cancel, &method)).await
+        {
+            Err(Expired(error)) => match again {
+                Some(request) => {
+                    tracing::debug!(upstream = %self.inner.name, %method, "the upstream no longer knows the session; sending again on a new one");
+                    let session = self.session().await?;
+                    let options = PeerRequestOptions::no_options();
+                    let sent = self.send_on_session(&session, request, options, cancel, &method);
+                    Box::pin(sent)
+                        .await
+                        .unwrap_or_else(|Expired(error)| Err(error))
+                }
+                None => Err(error),
+            },
+            Ok(answered) => answered,
+        }
     }
 
     /// A request sent through rmcp's session (every request but the direct posts), within
     /// the call timeout; a cancellation tells the upstream.
+    /// One request on `session`'s rmcp peer; [`Expired`] when the upstream answered that it
+    /// no longer knows the session (the request was not run; the session is dropped).
     async fn send_on_session(
         &self,
         session: &Arc<Session>,
@@ -656,7 +748,7 @@ impl Upstream {
         peer_options: PeerRequestOptions,
         cancel: &CancellationToken,
         method: &str,
-    ) -> Result<ServerResult, ProxyError> {
+    ) -> Result<Result<ServerResult, ProxyError>, Expired> {
         let timeout = self.inner.options.call_timeout;
         let handle = match session
             .peer
@@ -664,27 +756,42 @@ impl Upstream {
             .await
         {
             Ok(handle) => handle,
-            Err(error) => return Err(self.failed(session, method, error)),
+            Err(error) => return self.failure(session, method, error),
         };
         let id = handle.id.clone();
         let outcome = tokio::select! {
             outcome = tokio::time::timeout(timeout, handle.await_response()) => outcome,
             () = cancel.cancelled() => {
                 notify_cancelled(&session.peer, id, "cancelled by the proxy's client").await;
-                return Err(self.cancelled(method));
+                return Ok(Err(self.cancelled(method)));
             }
         };
         match outcome {
-            Ok(Ok(result)) => Ok(result),
-            Ok(Err(error)) => Err(self.failed(session, method, error)),
+            Ok(Ok(result)) => Ok(Ok(result)),
+            Ok(Err(error)) => self.failure(session, method, error),
             Err(_elapsed) => {
                 notify_cancelled(&session.peer, id, "timed out at the proxy").await;
-                Err(ProxyError::Timeout {
+                Ok(Err(ProxyError::Timeout {
                     upstream: self.inner.name.clone(),
                     method: method.to_owned(),
                     timeout,
-                })
+                }))
             }
+        }
+    }
+
+    /// [`failed`](Self::failed), told apart when the session expired.
+    fn failure(
+        &self,
+        session: &Arc<Session>,
+        method: &str,
+        error: ServiceError,
+    ) -> Result<Result<ServerResult, ProxyError>, Expired> {
+        let expired = session_expired(&error);
+        let error = self.failed(session, method, error);
+        match expired {
+            true => Err(Expired(error)),
+            false => Ok(Err(error)),
         }
     }
 
@@ -797,6 +904,12 @@ impl Upstream {
                 post,
             })
             .clone())
+    }
+
+    /// Whether `session` is the one requests use (not closed, not dropped after a failure).
+    pub(crate) fn is_current(&self, session: &Arc<Session>) -> bool {
+        let current = self.inner.current.load();
+        !session.closed() && current.as_ref().is_some_and(|c| Arc::ptr_eq(c, session))
     }
 
     /// Forgets `session` if it is still the current one.
@@ -959,9 +1072,13 @@ impl Upstream {
             }
             Source::Http(target) => {
                 let max = self.inner.options.max_message_bytes;
+                // A 2025-11-25 session the upstream forgot (it restarted) is replaced by a
+                // new one of the proxy's (`send`), not renewed inside rmcp's transport: the
+                // relay then sees the change, subscribes again and reads every list.
                 let mut config = StreamableHttpClientTransportConfig::with_uri(target.url.clone())
                     .max_json_response_size(max)
-                    .max_sse_event_size(max);
+                    .max_sse_event_size(max)
+                    .reinit_on_expired_session(false);
                 let mut headers = std::collections::HashMap::new();
                 for (name, value) in &target.headers {
                     let name = http::HeaderName::try_from(name.as_str())
@@ -1005,6 +1122,23 @@ impl Upstream {
             }
         }
     }
+}
+
+/// A request refused because the upstream no longer knows the 2025-11-25 session it was
+/// sent on (HTTP 404): it was not run. Holds the error to give when it cannot be sent again.
+struct Expired(ProxyError);
+
+/// Whether `error` is an HTTP upstream's answer that it no longer knows the session.
+fn session_expired(error: &ServiceError) -> bool {
+    let ServiceError::TransportSend(error) = error else {
+        return false;
+    };
+    matches!(
+        error
+            .error
+            .downcast_ref::<StreamableHttpError<reqwest::Error>>(),
+        Some(StreamableHttpError::SessionExpired)
+    )
 }
 
 /// What was wrong with an HTTP answer, when the upstream answered but not as MCP does (an
