@@ -716,9 +716,10 @@ impl Upstream {
         // Boxed: rmcp's session path is large and, on a 2026-07-28 upstream over HTTP,
         // rarely taken.
         let method = request.method().to_owned();
-        // A 2025-11-25 session the upstream no longer knows (it restarted) did not run the
-        // request: sent again once, on a new session.
-        let again = (!session.modern).then(|| request.clone());
+        // A 2025-11-25 session an HTTP upstream no longer knows (it restarted) did not run
+        // the request: sent again once, on a new session.
+        let expires = !session.modern && matches!(self.inner.source, Source::Http(_));
+        let again = expires.then(|| request.clone());
         match Box::pin(self.send_on_session(&session, request, peer_options, cancel, &method)).await
         {
             Err(Expired(error)) => match again {
