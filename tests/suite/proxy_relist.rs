@@ -17,7 +17,9 @@ use std::{
     time::Duration,
 };
 
-use ferrymcp::{ListTools, Next, PromptDef, ResourceDef, Server, ToolDef, middleware::from_fn};
+use ferrymcp::{
+    CallTool, ListTools, Next, PromptDef, ResourceDef, Server, ToolDef, middleware::from_fn,
+};
 use ferrymcp_proxy::{HttpTarget, ProxyServer, Upstream};
 use ferrymcp_test_helpers::client::{
     ClientEvent, Lifecycle, TestClient, connect, recording_in_memory,
@@ -198,6 +200,48 @@ async fn g19_calls_through_the_proxy_never_list_the_upstream() {
     assert_eq!(stack.lists.load(Ordering::SeqCst), before);
     tool_names(&client).await;
     assert_eq!(stack.lists.load(Ordering::SeqCst), before + 1);
+    client.cancel().await.ok();
+}
+
+/// A middleware on the gateway that looks the called tool up before passing the call on
+/// sees a tool the upstream added since the last list on its first call, and a name nobody
+/// has reads the upstream once, not once before the middleware and once after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g18_a_middleware_on_the_gateway_sees_a_tool_the_upstream_added_on_its_first_call() {
+    let (upstream, lists) = upstream();
+    let (upstream_url, _upstream_guard) = serve(upstream.clone()).await;
+    let session = front_client(&upstream_url, Lifecycle::Legacy).await;
+    let proxy = ProxyServer::new(Upstream::from_peer("up", session.peer().clone()))
+        .build()
+        .await
+        .expect("the proxy lists the upstream");
+    let front = Server::new("front");
+    front.mount(&proxy, "up").expect("mount");
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let saw = Arc::clone(&seen);
+    front.add_middleware(from_fn(move |call: CallTool, next: Next<'_, CallTool>| {
+        let found = call.context().server().get_tool(&call.name, None).is_some();
+        saw.lock().expect("seen").push((call.name.clone(), found));
+        Box::pin(async move { next.run(call).await })
+    }));
+    let (front_url, _front_guard) = serve(front).await;
+    let client = front_client(&front_url, Lifecycle::Modern).await;
+    upstream.tool("b", || async { "b" }).expect("b");
+
+    let before = lists.load(Ordering::SeqCst);
+    let called = call(&client, "up_b", json!({})).await;
+    assert_eq!(called["complete"]["content"][0]["text"], "b", "{called}");
+    let unknown = call(&client, "up_nothing", json!({})).await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    assert_eq!(
+        lists.load(Ordering::SeqCst),
+        before + 2,
+        "one read for each miss"
+    );
+    assert_eq!(
+        *seen.lock().expect("seen"),
+        [("up_b".to_owned(), true), ("up_nothing".to_owned(), false)]
+    );
     client.cancel().await.ok();
 }
 

@@ -77,6 +77,8 @@ pub struct CallTool {
     pub version: Option<VersionSpec>,
     pub(crate) cx: Context,
     pub(crate) run_middleware: bool,
+    /// Whether mirroring servers already looked again for this call's tool (once a call).
+    pub(crate) looked_again: bool,
 }
 
 impl CallTool {

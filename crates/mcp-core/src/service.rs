@@ -210,6 +210,7 @@ impl McpService {
                 version,
                 cx,
                 run_middleware: true,
+                looked_again: false,
             })
         })
     }

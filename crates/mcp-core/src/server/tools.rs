@@ -303,6 +303,7 @@ impl Server {
             version,
             cx,
             run_middleware: call.run_middleware,
+            looked_again: false,
         };
         let reply = self.dispatch_call(message).await;
         scope.finish(reply.is_ok());
@@ -316,7 +317,8 @@ impl Server {
     ) -> BoxFuture<'_, Result<CallToolResponse, ErrorData>> {
         if !call.run_middleware {
             return Box::pin(async move {
-                self.find_unknown_tool(&call).await;
+                let mut call = call;
+                self.find_unknown_tool(&mut call).await;
                 self.check_call(&call)?;
                 self.call_resolved(call).await
             });
@@ -328,6 +330,9 @@ impl Server {
         // A middleware may read or change the result: it must get the one the tool returns.
         call.cx.scope().close_relay();
         Box::pin(async move {
+            let mut call = call;
+            // Before the middleware, which may look the tool up too.
+            self.find_unknown_tool(&mut call).await;
             match run_chain(self, &chain, Message::CallTool(call)).await? {
                 Reply::CallTool(reply) => Ok(reply),
                 _ => Err(ErrorData::internal_error(
@@ -341,9 +346,9 @@ impl Server {
     /// After the middleware: the access check, the extension interceptors, then the tool.
     pub(super) async fn call_endpoint(
         &self,
-        call: CallTool,
+        mut call: CallTool,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.find_unknown_tool(&call).await;
+        self.find_unknown_tool(&mut call).await;
         self.check_call(&call)?;
         let extensions = self.inner.extensions.load_full();
         if extensions.is_empty() {
@@ -365,12 +370,15 @@ impl Server {
     }
 
     /// Before anything looks `call`'s tool up: when the request starts here and the name
-    /// resolves to nothing, the mirroring servers it would reach look again.
-    async fn find_unknown_tool(&self, call: &CallTool) {
+    /// resolves to nothing, the mirroring servers it would reach look again (once a call:
+    /// before the middleware, or before the endpoint when there is none).
+    async fn find_unknown_tool(&self, call: &mut CallTool) {
         if self.mirrors()
+            && !call.looked_again
             && call.cx.root().ptr_eq(self)
             && self.resolve(&call.name, call.version.as_ref()).is_none()
         {
+            call.looked_again = true;
             self.look_again(ListKind::Tools, &call.name).await;
         }
     }
@@ -387,6 +395,7 @@ impl Server {
             version,
             cx,
             run_middleware,
+            ..
         } = call;
         let Some(Resolved { tool, route, .. }) = self.resolve(&name, version.as_ref()) else {
             return Err(unknown_tool(&name));
@@ -400,6 +409,7 @@ impl Server {
                     version: tool.version.clone().map(VersionSpec::exact),
                     cx: cx.for_server(&child),
                     run_middleware,
+                    looked_again: false,
                 };
                 child
                     .dispatch_call(call)
