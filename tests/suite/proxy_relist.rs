@@ -203,6 +203,20 @@ async fn g19_calls_through_the_proxy_never_list_the_upstream() {
     client.cancel().await.ok();
 }
 
+/// A front mounting, as `up`, a proxy that reaches the upstream through a 2025-11-25
+/// session of the test's whose handler drops what the upstream announces: nothing but a
+/// list or a miss reads the upstream. The session is returned to be kept open.
+async fn silent_front(upstream_url: &str) -> (Server, TestClient) {
+    let session = front_client(upstream_url, Lifecycle::Legacy).await;
+    let proxy = ProxyServer::new(Upstream::from_peer("up", session.peer().clone()))
+        .build()
+        .await
+        .expect("the proxy lists the upstream");
+    let front = Server::new("front");
+    front.mount(&proxy, "up").expect("mount");
+    (front, session)
+}
+
 /// A middleware on the gateway that looks the called tool up before passing the call on
 /// sees a tool the upstream added since the last list on its first call, and a name nobody
 /// has reads the upstream once, not once before the middleware and once after.
@@ -210,13 +224,7 @@ async fn g19_calls_through_the_proxy_never_list_the_upstream() {
 async fn g18_a_middleware_on_the_gateway_sees_a_tool_the_upstream_added_on_its_first_call() {
     let (upstream, lists) = upstream();
     let (upstream_url, _upstream_guard) = serve(upstream.clone()).await;
-    let session = front_client(&upstream_url, Lifecycle::Legacy).await;
-    let proxy = ProxyServer::new(Upstream::from_peer("up", session.peer().clone()))
-        .build()
-        .await
-        .expect("the proxy lists the upstream");
-    let front = Server::new("front");
-    front.mount(&proxy, "up").expect("mount");
+    let (front, _session) = silent_front(&upstream_url).await;
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let saw = Arc::clone(&seen);
     front.add_middleware(from_fn(move |call: CallTool, next: Next<'_, CallTool>| {
@@ -250,17 +258,9 @@ async fn g18_a_tool_prompt_or_resource_the_upstream_added_since_the_last_list_is
  {
     use ferrymcp::types::{GetPromptRequestParams, ReadResourceRequestParams};
     for lifecycle in [Lifecycle::Legacy, Lifecycle::Modern] {
-        // The proxy reaches the upstream through a session of the test's whose handler drops
-        // what the upstream announces: nothing but the miss reads the upstream again.
         let (upstream, lists) = upstream();
         let (upstream_url, _upstream_guard) = serve(upstream.clone()).await;
-        let session = front_client(&upstream_url, Lifecycle::Legacy).await;
-        let proxy = ProxyServer::new(Upstream::from_peer("up", session.peer().clone()))
-            .build()
-            .await
-            .expect("the proxy lists the upstream");
-        let front = Server::new("front");
-        front.mount(&proxy, "up").expect("mount");
+        let (front, session) = silent_front(&upstream_url).await;
         let (front_url, _front_guard) = serve(front).await;
         let stack = Silent { lists };
         let client = front_client(&front_url, lifecycle).await;
