@@ -18,7 +18,8 @@ use std::{
 };
 
 use ferrymcp::{
-    CallTool, ListTools, Next, PromptDef, ResourceDef, Server, ToolDef, middleware::from_fn,
+    CallTool, GetPrompt, ListTools, Next, PromptDef, ResourceDef, Server, ToolDef,
+    middleware::from_fn,
 };
 use ferrymcp_proxy::{HttpTarget, ProxyServer, Upstream};
 use ferrymcp_test_helpers::client::{
@@ -217,11 +218,12 @@ async fn silent_front(upstream_url: &str) -> (Server, TestClient) {
     (front, session)
 }
 
-/// A middleware on the gateway that looks the called tool up before passing the call on
-/// sees a tool the upstream added since the last list on its first call, and a name nobody
-/// has reads the upstream once, not once before the middleware and once after.
+/// A middleware on the gateway that looks the called tool (or the prompt) up before passing
+/// the request on sees one the upstream added since the last list on its first request, and
+/// a name nobody has reads the upstream once, not once before the middleware and once after.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn g18_a_middleware_on_the_gateway_sees_a_tool_the_upstream_added_on_its_first_call() {
+async fn g18_a_middleware_on_the_gateway_sees_a_tool_or_prompt_the_upstream_added_on_its_first_request()
+ {
     let (upstream, lists) = upstream();
     let (upstream_url, _upstream_guard) = serve(upstream.clone()).await;
     let (front, _session) = silent_front(&upstream_url).await;
@@ -232,9 +234,22 @@ async fn g18_a_middleware_on_the_gateway_sees_a_tool_the_upstream_added_on_its_f
         saw.lock().expect("seen").push((call.name.clone(), found));
         Box::pin(async move { next.run(call).await })
     }));
+    let saw = Arc::clone(&seen);
+    front.add_middleware(from_fn(move |get: GetPrompt, next: Next<'_, GetPrompt>| {
+        let found = get
+            .context()
+            .server()
+            .get_prompt_info(&get.name, None)
+            .is_some();
+        saw.lock().expect("seen").push((get.name.clone(), found));
+        Box::pin(async move { next.run(get).await })
+    }));
     let (front_url, _front_guard) = serve(front).await;
     let client = front_client(&front_url, Lifecycle::Modern).await;
     upstream.tool("b", || async { "b" }).expect("b");
+    upstream
+        .add_prompt(PromptDef::new("bye", || async { "Say bye" }))
+        .expect("bye");
 
     let before = lists.load(Ordering::SeqCst);
     let called = call(&client, "up_b", json!({})).await;
@@ -246,9 +261,17 @@ async fn g18_a_middleware_on_the_gateway_sees_a_tool_the_upstream_added_on_its_f
         before + 2,
         "one read for each miss"
     );
+    client
+        .get_prompt_once(ferrymcp::types::GetPromptRequestParams::new("up_bye"))
+        .await
+        .expect("prompts/get of a prompt added upstream");
     assert_eq!(
         *seen.lock().expect("seen"),
-        [("up_b".to_owned(), true), ("up_nothing".to_owned(), false)]
+        [
+            ("up_b".to_owned(), true),
+            ("up_nothing".to_owned(), false),
+            ("up_bye".to_owned(), true)
+        ]
     );
     client.cancel().await.ok();
 }

@@ -225,6 +225,8 @@ pub struct ReadResource {
     pub version: Option<VersionSpec>,
     pub(crate) cx: Context,
     pub(crate) run_middleware: bool,
+    /// Whether mirroring servers already looked again for this resource (once a request).
+    pub(crate) looked_again: bool,
 }
 
 impl ReadResource {
@@ -250,6 +252,8 @@ pub struct GetPrompt {
     pub version: Option<VersionSpec>,
     pub(crate) cx: Context,
     pub(crate) run_middleware: bool,
+    /// Whether mirroring servers already looked again for this prompt (once a request).
+    pub(crate) looked_again: bool,
 }
 
 impl GetPrompt {

@@ -952,6 +952,7 @@ impl ServerHandler for McpService {
                     version,
                     cx,
                     run_middleware: true,
+                    looked_again: false,
                 })
             }),
         )
@@ -996,6 +997,7 @@ impl ServerHandler for McpService {
                     version,
                     cx,
                     run_middleware: true,
+                    looked_again: false,
                 })
             }),
         )

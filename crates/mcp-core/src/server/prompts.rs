@@ -217,6 +217,7 @@ impl Server {
             version,
             cx,
             run_middleware: get.run_middleware,
+            looked_again: false,
         };
         let reply = self.dispatch_get_prompt(message).await;
         scope.finish(reply.is_ok());
@@ -226,8 +227,10 @@ impl Server {
     /// Runs a `prompts/get` through this server's middleware (unless skipped).
     pub(crate) async fn dispatch_get_prompt(
         &self,
-        get: GetPrompt,
+        mut get: GetPrompt,
     ) -> Result<GetPromptResponse, ErrorData> {
+        // Before the middleware, which may look the prompt up too.
+        self.find_unknown_prompt(&mut get).await;
         if !get.run_middleware {
             return self.get_prompt_resolved(get).await;
         }
@@ -238,24 +241,39 @@ impl Server {
         .await
     }
 
+    /// When the request starts here and the name resolves to nothing, the mirroring servers
+    /// it would reach look again (once a request).
+    async fn find_unknown_prompt(&self, get: &mut GetPrompt) {
+        if self.mirrors()
+            && !get.looked_again
+            && get.cx.root().ptr_eq(self)
+            && self
+                .resolve_prompt(&get.name, get.version.as_ref(), &|_, _| true)
+                .is_none()
+        {
+            get.looked_again = true;
+            self.look_again(ListKind::Prompts, &get.name).await;
+        }
+    }
+
     /// Resolves the name and renders here, or delegates to the mounted child with the exact
     /// version resolved.
     pub(crate) async fn get_prompt_resolved(
         &self,
         get: GetPrompt,
     ) -> Result<GetPromptResponse, ErrorData> {
+        let mut get = get;
+        // A middleware may have named another prompt.
+        self.find_unknown_prompt(&mut get).await;
         let GetPrompt {
             name,
             arguments,
             version,
             cx,
             run_middleware,
+            ..
         } = get;
-        let mut resolved = self.resolve_prompt(&name, version.as_ref(), &|_, _| true);
-        if resolved.is_none() && self.mirrors() && cx.root().ptr_eq(self) {
-            self.look_again(ListKind::Prompts, &name).await;
-            resolved = self.resolve_prompt(&name, version.as_ref(), &|_, _| true);
-        }
+        let resolved = self.resolve_prompt(&name, version.as_ref(), &|_, _| true);
         let Some((prompt, route, gates)) = resolved else {
             return Err(unknown_prompt(&name));
         };
@@ -281,6 +299,7 @@ impl Server {
                     version: prompt.version.clone().map(VersionSpec::exact),
                     cx: cx.for_server(&child),
                     run_middleware,
+                    looked_again: false,
                 };
                 Box::pin(child.dispatch_get_prompt(get))
                     .await

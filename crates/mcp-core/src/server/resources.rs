@@ -295,6 +295,7 @@ impl Server {
             version,
             cx,
             run_middleware: read.run_middleware,
+            looked_again: false,
         };
         let reply = self.dispatch_read(message).await;
         scope.finish(reply.is_ok());
@@ -304,8 +305,10 @@ impl Server {
     /// Runs a read through this server's middleware (unless skipped) and resolves it.
     pub(crate) async fn dispatch_read(
         &self,
-        read: ReadResource,
+        mut read: ReadResource,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        // Before the middleware, which may look the resource up too.
+        self.find_unknown_resource(&mut read).await;
         if !read.run_middleware {
             return self.read_resolved(read).await;
         }
@@ -321,23 +324,38 @@ impl Server {
         .await
     }
 
+    /// When the request starts here and the URI resolves to nothing, the mirroring servers
+    /// it would reach look again (once a request).
+    async fn find_unknown_resource(&self, read: &mut ReadResource) {
+        if self.mirrors()
+            && !read.looked_again
+            && read.cx.root().ptr_eq(self)
+            && self
+                .resolve_resource(&read.uri, read.version.as_ref(), &|_, _| true)
+                .is_none()
+        {
+            read.looked_again = true;
+            self.look_again(ListKind::Resources, &read.uri).await;
+        }
+    }
+
     /// Resolves the URI and reads it here, or delegates to the mounted child that has it,
     /// with the exact version resolved.
     pub(crate) async fn read_resolved(
         &self,
         read: ReadResource,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        let mut read = read;
+        // A middleware may have named another resource.
+        self.find_unknown_resource(&mut read).await;
         let ReadResource {
             uri,
             version,
             cx,
             run_middleware,
+            ..
         } = read;
-        let mut resolved = self.resolve_resource(&uri, version.as_ref(), &|_, _| true);
-        if resolved.is_none() && self.mirrors() && cx.root().ptr_eq(self) {
-            self.look_again(ListKind::Resources, &uri).await;
-            resolved = self.resolve_resource(&uri, version.as_ref(), &|_, _| true);
-        }
+        let resolved = self.resolve_resource(&uri, version.as_ref(), &|_, _| true);
         let Some(ResolvedRead { hit, route, gates }) = resolved else {
             return Err(unknown_resource(&uri));
         };
@@ -366,6 +384,7 @@ impl Server {
                     version: hit.version().cloned().map(VersionSpec::exact),
                     cx: cx.for_server(&child),
                     run_middleware,
+                    looked_again: false,
                 };
                 let answer = Box::pin(child.dispatch_read(read)).await;
                 answer
