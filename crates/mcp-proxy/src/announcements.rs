@@ -243,44 +243,73 @@ async fn follow_session(
     let FollowedSession { session, updates } = followed;
     // Heard from before subscribing, so no update falls between the two.
     let mut announced = upstream.resource_updates();
-    let mut none = BTreeSet::new();
+    let none = BTreeSet::new();
     let subscribed = match updates {
-        Some(subscribed) => {
-            let wanted: BTreeSet<String> = uris
-                .borrow()
-                .iter()
-                .take(ferrymcp_core::MAX_RESOURCE_SUBSCRIPTIONS)
-                .cloned()
-                .collect();
-            let joined = wanted.difference(subscribed).cloned().collect();
-            let left = subscribed.difference(&wanted).cloned().collect();
-            let subscribing = upstream.subscribe_each(&session, joined, true);
-            match tokio::time::timeout(LISTEN_TIMEOUT, subscribing).await {
-                Ok(Ok(true)) => {}
-                // It advertises subscriptions but does not take them: nothing to relay.
-                Ok(Ok(false)) => return until_changed(server, uris).await,
-                Ok(Err(error)) => {
-                    tracing::debug!(upstream = %upstream.name(), %error, "cannot subscribe to the upstream's resources");
-                    return Ended::Lost;
-                }
-                Err(_) => {
-                    tracing::debug!(upstream = %upstream.name(), "the upstream did not acknowledge resources/subscribe in time");
-                    return Ended::Lost;
-                }
-            }
-            // A resource no longer listed: its updates would be dropped anyway.
-            let unsubscribing = upstream.subscribe_each(&session, left, false);
-            if !matches!(
-                tokio::time::timeout(LISTEN_TIMEOUT, unsubscribing).await,
-                Ok(Ok(_))
-            ) {
-                tracing::debug!(upstream = %upstream.name(), "cannot unsubscribe from the upstream's resources");
-            }
-            *subscribed = wanted;
-            subscribed
-        }
-        None => &mut none,
+        Some(subscribed) => match subscribe_listed(upstream, &session, subscribed, uris).await {
+            Ok(true) => &*subscribed,
+            // It advertises subscriptions but does not take them: the session is still
+            // followed, with no updates to relay (asked again when the set changes).
+            Ok(false) => &none,
+            Err(ended) => return ended,
+        },
+        None => &none,
     };
+    follow(server, upstream, &session, &mut announced, subscribed, uris).await
+}
+
+/// Subscribes `session` to the listed resources it is not subscribed to yet, and
+/// unsubscribes it from those no longer listed; `Ok(false)` when the upstream does not take
+/// subscriptions.
+async fn subscribe_listed(
+    upstream: &Upstream,
+    session: &Arc<Session>,
+    subscribed: &mut BTreeSet<String>,
+    uris: &watch::Receiver<Vec<String>>,
+) -> Result<bool, Ended> {
+    let wanted: BTreeSet<String> = uris
+        .borrow()
+        .iter()
+        .take(ferrymcp_core::MAX_RESOURCE_SUBSCRIPTIONS)
+        .cloned()
+        .collect();
+    let joined = wanted.difference(subscribed).cloned().collect();
+    let left = subscribed.difference(&wanted).cloned().collect();
+    let subscribing = upstream.subscribe_each(session, joined, true);
+    match tokio::time::timeout(LISTEN_TIMEOUT, subscribing).await {
+        Ok(Ok(true)) => {}
+        Ok(Ok(false)) => return Ok(false),
+        Ok(Err(error)) => {
+            tracing::debug!(upstream = %upstream.name(), %error, "cannot subscribe to the upstream's resources");
+            return Err(Ended::Lost);
+        }
+        Err(_) => {
+            tracing::debug!(upstream = %upstream.name(), "the upstream did not acknowledge resources/subscribe in time");
+            return Err(Ended::Lost);
+        }
+    }
+    // A resource no longer listed: its updates would be dropped anyway.
+    let unsubscribing = upstream.subscribe_each(session, left, false);
+    if !matches!(
+        tokio::time::timeout(LISTEN_TIMEOUT, unsubscribing).await,
+        Ok(Ok(_))
+    ) {
+        tracing::debug!(upstream = %upstream.name(), "cannot unsubscribe from the upstream's resources");
+    }
+    *subscribed = wanted;
+    Ok(true)
+}
+
+/// Relays the updates of `subscribed` that `announced` hears until `session` is no longer
+/// the upstream's current one, the listed resources change, or `server` is gone; pings the
+/// session every [`SESSION_CHECK`].
+async fn follow(
+    server: &WeakServer,
+    upstream: &Upstream,
+    session: &Arc<Session>,
+    announced: &mut broadcast::Receiver<String>,
+    subscribed: &BTreeSet<String>,
+    uris: &mut watch::Receiver<Vec<String>>,
+) -> Ended {
     loop {
         tokio::select! {
             update = announced.recv() => {
@@ -306,7 +335,7 @@ async fn follow_session(
                 if server.upgrade().is_none() {
                     return Ended::Gone;
                 }
-                if upstream.is_current(&session) {
+                if upstream.is_current(session) {
                     let ping = upstream.request(
                         ClientRequest::PingRequest(PingRequest::default()),
                         RequestOptions::default(),
@@ -314,7 +343,7 @@ async fn follow_session(
                     // A failure drops the session (seen below); its answer says nothing else.
                     drop(tokio::time::timeout(LISTEN_TIMEOUT, ping).await);
                 }
-                if !upstream.is_current(&session) {
+                if !upstream.is_current(session) {
                     tracing::debug!(upstream = %upstream.name(), "the upstream's session closed; following the next one");
                     return Ended::Lost;
                 }

@@ -739,9 +739,9 @@ impl Upstream {
     }
 
     /// A request sent through rmcp's session (every request but the direct posts), within
-    /// the call timeout; a cancellation tells the upstream.
-    /// One request on `session`'s rmcp peer; [`Expired`] when the upstream answered that it
-    /// no longer knows the session (the request was not run; the session is dropped).
+    /// the call timeout; a cancellation tells the upstream. [`Expired`] when the upstream
+    /// answered that it no longer knows the session (the request was not run; the session
+    /// is dropped).
     async fn send_on_session(
         &self,
         session: &Arc<Session>,

@@ -26,6 +26,24 @@ impl Server {
         self.mark_up(|inner| &inner.mirrors);
     }
 
+    /// At the root of the request `cx` belongs to, when `name` (a component of `kind`)
+    /// resolves to nothing (`missing`), lets the mirroring servers it would reach look again,
+    /// once a request: `looked` records that they did, so a later step (past the middleware,
+    /// which may have renamed it) does not look again.
+    pub(crate) async fn look_again_once(
+        &self,
+        cx: &crate::Context,
+        kind: ListKind,
+        name: &str,
+        looked: &mut bool,
+        missing: impl FnOnce() -> bool,
+    ) {
+        if self.mirrors() && !*looked && cx.root().ptr_eq(self) && missing() {
+            *looked = true;
+            self.look_again(kind, name).await;
+        }
+    }
+
     /// Runs the `before_list` hook of every server that `name` (a component of `kind`) would
     /// reach, here and through the mounts whose namespace it is in, all at once, and waits
     /// for them. A hook that fails is logged: the name then stays unknown.

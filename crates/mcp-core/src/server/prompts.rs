@@ -241,19 +241,20 @@ impl Server {
         .await
     }
 
-    /// When the request starts here and the name resolves to nothing, the mirroring servers
-    /// it would reach look again (once a request).
+    /// Lets the mirroring servers look again for a prompt nothing has (once a request).
     async fn find_unknown_prompt(&self, get: &mut GetPrompt) {
-        if self.mirrors()
-            && !get.looked_again
-            && get.cx.root().ptr_eq(self)
-            && self
-                .resolve_prompt(&get.name, get.version.as_ref(), &|_, _| true)
+        let missing = || {
+            self.resolve_prompt(&get.name, get.version.as_ref(), &|_, _| true)
                 .is_none()
-        {
-            get.looked_again = true;
-            self.look_again(ListKind::Prompts, &get.name).await;
-        }
+        };
+        self.look_again_once(
+            &get.cx,
+            ListKind::Prompts,
+            &get.name,
+            &mut get.looked_again,
+            missing,
+        )
+        .await;
     }
 
     /// Resolves the name and renders here, or delegates to the mounted child with the exact
@@ -263,7 +264,7 @@ impl Server {
         get: GetPrompt,
     ) -> Result<GetPromptResponse, ErrorData> {
         let mut get = get;
-        // A middleware may have named another prompt.
+        // Unless it was looked for before the middleware (which may have renamed it).
         self.find_unknown_prompt(&mut get).await;
         let GetPrompt {
             name,

@@ -324,19 +324,20 @@ impl Server {
         .await
     }
 
-    /// When the request starts here and the URI resolves to nothing, the mirroring servers
-    /// it would reach look again (once a request).
+    /// Lets the mirroring servers look again for a resource nothing has (once a request).
     async fn find_unknown_resource(&self, read: &mut ReadResource) {
-        if self.mirrors()
-            && !read.looked_again
-            && read.cx.root().ptr_eq(self)
-            && self
-                .resolve_resource(&read.uri, read.version.as_ref(), &|_, _| true)
+        let missing = || {
+            self.resolve_resource(&read.uri, read.version.as_ref(), &|_, _| true)
                 .is_none()
-        {
-            read.looked_again = true;
-            self.look_again(ListKind::Resources, &read.uri).await;
-        }
+        };
+        self.look_again_once(
+            &read.cx,
+            ListKind::Resources,
+            &read.uri,
+            &mut read.looked_again,
+            missing,
+        )
+        .await;
     }
 
     /// Resolves the URI and reads it here, or delegates to the mounted child that has it,
@@ -346,7 +347,7 @@ impl Server {
         read: ReadResource,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let mut read = read;
-        // A middleware may have named another resource.
+        // Unless it was looked for before the middleware (which may have renamed it).
         self.find_unknown_resource(&mut read).await;
         let ReadResource {
             uri,

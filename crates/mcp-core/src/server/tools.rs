@@ -373,14 +373,15 @@ impl Server {
     /// resolves to nothing, the mirroring servers it would reach look again (once a call:
     /// before the middleware, or before the endpoint when there is none).
     async fn find_unknown_tool(&self, call: &mut CallTool) {
-        if self.mirrors()
-            && !call.looked_again
-            && call.cx.root().ptr_eq(self)
-            && self.resolve(&call.name, call.version.as_ref()).is_none()
-        {
-            call.looked_again = true;
-            self.look_again(ListKind::Tools, &call.name).await;
-        }
+        let missing = || self.resolve(&call.name, call.version.as_ref()).is_none();
+        self.look_again_once(
+            &call.cx,
+            ListKind::Tools,
+            &call.name,
+            &mut call.looked_again,
+            missing,
+        )
+        .await;
     }
 
     /// Resolves the tool and runs it here, or delegates to the mounted child that has it
