@@ -649,3 +649,54 @@ async fn restarted_upstream_is_followed(legacy_upstream: bool) {
     update_reaches(&second, &mut events, "data://one", "data://up/one").await;
     client.cancel().await.ok();
 }
+
+/// A stdio upstream whose child dies while no call is made: the proxy notices on its own
+/// and spawns a new child before any request needs one (so what the new child announces
+/// is heard), and the next call reaches that child. In both eras: a 2025-11-25 child is
+/// noticed by the relay's check of its session, a 2026-07-28 one by the end of its
+/// `subscriptions/listen` stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g23_a_stdio_upstream_whose_child_died_between_calls_is_respawned_before_a_call() {
+    use ferrymcp_proxy::{CommandTarget, UpstreamOptions};
+    for legacy_upstream in [true, false] {
+        let mut options = UpstreamOptions::default();
+        if legacy_upstream {
+            options = options.legacy_handshake();
+        }
+        let command =
+            CommandTarget::new(crate::common::demo_binary().to_string_lossy()).arg("--stdio");
+        let upstream = Upstream::command("demo", command).with_options(options);
+        let (client, _events) = watching_front(upstream.clone()).await;
+        let pid = upstream.process_id().expect("the child runs");
+
+        let killed = std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .expect("run kill");
+        assert!(killed.success());
+        // The relay checks a session every 5 s and waits at most 10 s before trying again.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        let respawned = loop {
+            match upstream.process_id() {
+                Some(new) if new != pid => break new,
+                _ => {}
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no new child without a call (legacy: {legacy_upstream})"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        let reply = call(&client, "up_add", json!({"a": 2, "b": 3})).await;
+        assert_eq!(
+            reply["complete"]["structuredContent"]["result"], 5,
+            "legacy: {legacy_upstream}: {reply}"
+        );
+        assert_eq!(
+            upstream.process_id(),
+            Some(respawned),
+            "the call used that child (legacy: {legacy_upstream})"
+        );
+        client.cancel().await.ok();
+    }
+}
