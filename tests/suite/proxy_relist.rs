@@ -668,25 +668,7 @@ async fn g23_a_stdio_upstream_whose_child_died_between_calls_is_respawned_before
         let upstream = Upstream::command("demo", command).with_options(options);
         let (client, _events) = watching_front(upstream.clone()).await;
         let pid = upstream.process_id().expect("the child runs");
-
-        let killed = std::process::Command::new("kill")
-            .args(["-9", &pid.to_string()])
-            .status()
-            .expect("run kill");
-        assert!(killed.success());
-        // The relay checks a session every 5 s and waits at most 10 s before trying again.
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        let respawned = loop {
-            match upstream.process_id() {
-                Some(new) if new != pid => break new,
-                _ => {}
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "no new child without a call (legacy: {legacy_upstream})"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        };
+        let respawned = killed_and_respawned(&upstream, pid, legacy_upstream).await;
         let reply = call(&client, "up_add", json!({"a": 2, "b": 3})).await;
         assert_eq!(
             reply["complete"]["structuredContent"]["result"], 5,
@@ -699,4 +681,81 @@ async fn g23_a_stdio_upstream_whose_child_died_between_calls_is_respawned_before
         );
         client.cancel().await.ok();
     }
+}
+
+/// Kills the child `pid` of `upstream` and waits (at most 30 s) for the proxy to spawn a new
+/// one without any request: the relay checks a 2025-11-25 session every 5 s and waits at
+/// most 10 s before trying again. The new child's pid.
+async fn killed_and_respawned(upstream: &Upstream, pid: u32, legacy_upstream: bool) -> u32 {
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(killed.success());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match upstream.process_id() {
+            Some(new) if new != pid => return new,
+            _ => {}
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no new child without a call (legacy: {legacy_upstream})"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A 2025-11-25 stdio server (stdlib Python) that advertises resource subscriptions but
+/// answers `resources/subscribe` with "method not found", as some servers do.
+const REFUSES_SUBSCRIPTIONS: &str = r#"
+import json, sys
+LISTS = {
+    "tools/list": {"tools": [{"name": "add", "inputSchema": {"type": "object"}}]},
+    "resources/list": {"resources": [{"uri": "data://one", "name": "one"}]},
+    "resources/templates/list": {"resourceTemplates": []},
+    "prompts/list": {"prompts": []},
+    "ping": {},
+    "tools/call": {"content": [{"type": "text", "text": "5"}]},
+}
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message or "method" not in message:
+        continue
+    method = message["method"]
+    answer = {"jsonrpc": "2.0", "id": message["id"]}
+    if method == "initialize":
+        answer["result"] = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}, "resources": {"subscribe": True}},
+            "serverInfo": {"name": "refuses-subscriptions", "version": "1"},
+        }
+    elif method in LISTS:
+        answer["result"] = LISTS[method]
+    else:
+        answer["error"] = {"code": -32601, "message": "Method not found"}
+    print(json.dumps(answer), flush=True)
+"#;
+
+/// A 2025-11-25 upstream that advertises subscriptions and refuses them is still followed:
+/// its child, killed while no call is made, is replaced before any request needs it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn g23_a_legacy_upstream_that_refuses_subscriptions_is_still_followed() {
+    use ferrymcp_proxy::{CommandTarget, UpstreamOptions};
+    let command = CommandTarget::new("python3")
+        .arg("-c")
+        .arg(REFUSES_SUBSCRIPTIONS);
+    let upstream = Upstream::command("refuses", command)
+        .with_options(UpstreamOptions::default().legacy_handshake());
+    let (client, _events) = watching_front(upstream.clone()).await;
+    let pid = upstream.process_id().expect("the child runs");
+    let respawned = killed_and_respawned(&upstream, pid, true).await;
+    let reply = call(&client, "up_add", json!({})).await;
+    assert_eq!(reply["complete"]["content"][0]["text"], "5", "{reply}");
+    assert_eq!(
+        upstream.process_id(),
+        Some(respawned),
+        "the call used that child"
+    );
+    client.cancel().await.ok();
 }
