@@ -349,6 +349,9 @@ pub(crate) struct RegisteredTool {
     /// The listing entry at the owning server's level (`execution` from `task`).
     pub(crate) descriptor: ToolDescriptor,
     pub(crate) input_schema: Arc<JsonObject>,
+    /// Whether `input_schema` asks for `Mcp-Param-*` headers, read once here rather than
+    /// on every call over HTTP.
+    pub(crate) param_headers: bool,
     pub(crate) wrapped: bool,
     /// How long a synchronous call may run, when the tool sets it.
     pub(crate) timeout: Option<Duration>,
@@ -381,6 +384,7 @@ impl RegisteredTool {
             requirement,
             data,
         } = def;
+        let param_headers = declares_param_headers(&input_schema);
         let input_schema = Arc::new(input_schema);
         let mut tool = Tool::new_with_raw(
             name.clone(),
@@ -401,6 +405,7 @@ impl RegisteredTool {
             task,
             descriptor,
             input_schema,
+            param_headers,
             wrapped,
             timeout,
             invoke,
@@ -409,6 +414,20 @@ impl RegisteredTool {
             data,
         }
     }
+}
+
+/// Whether a tool's input schema asks for `Mcp-Param-*` headers (`x-mcp-header` on a
+/// property reached through `properties`).
+fn declares_param_headers(schema: &JsonObject) -> bool {
+    fn any(properties: Option<&serde_json::Value>) -> bool {
+        let Some(serde_json::Value::Object(properties)) = properties else {
+            return false;
+        };
+        properties.values().any(|property| {
+            property.get("x-mcp-header").is_some() || any(property.get("properties"))
+        })
+    }
+    any(schema.get("properties"))
 }
 
 /// The JSON-RPC code of a call that ran past its timeout (`-32000`).
@@ -683,5 +702,28 @@ impl std::fmt::Debug for ToolInfo {
             .field("owner", &self.owner.name())
             .field("owner_name", &self.owner_name)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::declares_param_headers;
+
+    /// `x-mcp-header` counts on a property at any depth under `properties`, and only there.
+    #[test]
+    fn param_headers_are_found_on_nested_properties_only() {
+        let schema = |value: serde_json::Value| match value {
+            serde_json::Value::Object(map) => map,
+            _ => unreachable!("an object"),
+        };
+        let top = json!({"properties": {"region": {"type": "string", "x-mcp-header": "Region"}}});
+        let nested = json!({"properties": {"where": {"properties": {"region": {"x-mcp-header": "Region"}}}}});
+        let elsewhere = json!({"x-mcp-header": "Region", "properties": {"n": {"type": "integer"}}});
+        assert!(declares_param_headers(&schema(top)));
+        assert!(declares_param_headers(&schema(nested)));
+        assert!(!declares_param_headers(&schema(elsewhere)));
+        assert!(!declares_param_headers(&schema(json!({}))));
     }
 }

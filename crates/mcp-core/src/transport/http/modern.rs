@@ -115,7 +115,7 @@ impl Modern {
         }
         let capabilities = ClientCapabilities::deserialize(meta.get(CLIENT_CAPABILITIES)?).ok()?;
         if let Some(tool) = self.service.server().resolve(&params.name, None)
-            && declares_param_headers(&tool.tool.input_schema)
+            && tool.tool.param_headers
         {
             return None;
         }
@@ -329,20 +329,6 @@ fn accepts_json_and_sse(value: &[u8]) -> bool {
         sse |= essence.eq_ignore_ascii_case("text/event-stream");
     }
     json && sse
-}
-
-/// Whether a tool's input schema asks for `Mcp-Param-*` headers (`x-mcp-header` on a
-/// property reached through `properties`).
-fn declares_param_headers(schema: &JsonObject) -> bool {
-    fn any(properties: Option<&Value>) -> bool {
-        let Some(Value::Object(properties)) = properties else {
-            return false;
-        };
-        properties.values().any(|property| {
-            property.get("x-mcp-header").is_some() || any(property.get("properties"))
-        })
-    }
-    any(schema.get("properties"))
 }
 
 /// The JSON-RPC answer to `id` around `result`, a result a tool relayed, as it came.
