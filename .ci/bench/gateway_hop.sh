@@ -29,18 +29,14 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$root/.ci/bench/wrk.sh"
 cd "$root"
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 1; }
-cargo build --release --example demo
-cargo build --release -p ferrymcp-proxy --features gateway --bin ferrymcp-gateway
-floor_target="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/bench-floor-mimalloc"
-(cd .ci/bench/floor && CARGO_TARGET_DIR="$floor_target" cargo build --release --locked --features mimalloc)
+build_hops
 
 work="$(mktemp -d)"
 pids=()
 trap bench_cleanup EXIT
 
 start_server demo taskset -c 1 target/release/examples/demo --http 127.0.0.1:0
-printf 'name = "gateway"\n\n[[upstream]]\nnamespace = "demo"\nurl = "%s"\n' "$demo_url" \
-    >"$work/gateway.toml"
+hop_files "$demo_url"
 start_server gateway taskset -c 0 target/release/ferrymcp-gateway --config "$work/gateway.toml" \
     --http 127.0.0.1:0
 start_server floor taskset -c 0 "$floor_target/release/floor-hop" 127.0.0.1:0 "$demo_url" demo
@@ -51,9 +47,6 @@ if [[ -n "${GATEWAY_BEFORE:-}" ]]; then
     paths="direct floor gateway before"
 fi
 
-wrk_call_script "$work/direct.lua"
-sed -e 's/"name":"add"/"name":"demo_add"/' -e 's/\["Mcp-Name"\] = "add"/["Mcp-Name"] = "demo_add"/' \
-    "$work/direct.lua" >"$work/gateway.lua"
 check_add demo "$demo_url"
 for hop in gateway floor; do
     hop_url="${hop}_url"

@@ -90,3 +90,23 @@ check_add() {
         exit 1
     }
 }
+
+# build_hops: release builds of the demo, `ferrymcp-gateway` and the floor hop (mimalloc);
+# sets `floor_target`, the floor's target directory. For the hop scripts.
+build_hops() {
+    cargo build --release --example demo
+    cargo build --release -p ferrymcp-proxy --features gateway --bin ferrymcp-gateway
+    floor_target="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/bench-floor-mimalloc"
+    (cd .ci/bench/floor && CARGO_TARGET_DIR="$floor_target" cargo build --release --locked --features mimalloc)
+}
+
+# hop_files DEMO_URL: writes, in `work`, the gateway's config mounting the demo at DEMO_URL
+# as `demo` (gateway.toml), the wrk script of the direct call (direct.lua) and that of the
+# relayed one, `demo_add` (gateway.lua).
+hop_files() {
+    printf 'name = "gateway"\n\n[[upstream]]\nnamespace = "demo"\nurl = "%s"\n' "$1" \
+        >"$work/gateway.toml"
+    wrk_call_script "$work/direct.lua"
+    sed -e 's/"name":"add"/"name":"demo_add"/' -e 's/\["Mcp-Name"\] = "add"/["Mcp-Name"] = "demo_add"/' \
+        "$work/direct.lua" >"$work/gateway.lua"
+}
