@@ -99,7 +99,8 @@ impl Drop for ConnectionGuard {
 }
 
 impl McpService {
-    /// An adapter for `root`. The server's identity and extension settings are read now.
+    /// An adapter for `root`. The server's identity and extension settings are read now,
+    /// except its instructions, read as each session starts.
     ///
     /// ```
     /// let _ = ferrymcp_core::McpService::new(ferrymcp_core::Server::new("demo"));
@@ -802,11 +803,15 @@ fn malformed_known_method(method: &str, params: Option<Value>) -> Option<ErrorDa
 
 impl ServerHandler for McpService {
     fn get_info(&self) -> ServerConfig {
-        if self.legacy.load(Ordering::Acquire) {
+        let mut config = if self.legacy.load(Ordering::Acquire) {
             ServerConfig::clone(&self.legacy_config)
         } else {
             ServerConfig::clone(&self.config)
-        }
+        };
+        // The one part of the identity that may be learned after the service is made (a
+        // proxy built lazily takes its upstream's once that answers).
+        config.instructions = self.root.instructions();
+        config
     }
 
     async fn initialize(

@@ -383,6 +383,13 @@ impl Upstream {
         Ok(self.session().await?.instructions.clone())
     }
 
+    /// The instructions of the open session, without connecting: `None` when no session
+    /// is open.
+    pub(crate) fn open_instructions(&self) -> Option<Option<String>> {
+        let session = self.inner.current.load_full()?;
+        (!session.closed()).then(|| session.instructions.clone())
+    }
+
     /// Whether the upstream advertises `completions` (connects if needed).
     ///
     /// ```no_run

@@ -99,6 +99,8 @@ struct Listings {
     tried_at: HashMap<ListKind, Instant>,
     /// Why the last read of a kind that was never read failed.
     failures: HashMap<ListKind, ErrorData>,
+    /// The upstream's instructions as last set on the server.
+    instructions: Option<String>,
 }
 
 impl Mirror {
@@ -388,7 +390,24 @@ impl Mirror {
         };
         copy.read_at.insert(kind, began);
         self.copied[index(kind)].store(true, Ordering::Release);
+        self.take_instructions(server, copy);
         Ok(outcome)
+    }
+
+    /// Gives `server` the instructions of the session just read from, when they are new
+    /// and the server's are still the ones the upstream gave (or none): instructions
+    /// set on the server otherwise are kept.
+    fn take_instructions(&self, server: &Server, copy: &mut Listings) {
+        let Some(Some(instructions)) = self.upstream.open_instructions() else {
+            return;
+        };
+        if copy.instructions.as_ref() == Some(&instructions)
+            || server.instructions() != copy.instructions
+        {
+            return;
+        }
+        server.set_instructions(instructions.clone());
+        copy.instructions = Some(instructions);
     }
 }
 

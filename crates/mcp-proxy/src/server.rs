@@ -120,11 +120,9 @@ impl ProxyServer {
     /// # Ok(()) }
     /// ```
     pub async fn build(self) -> Result<Server, ProxyError> {
-        let instructions = self.upstream.instructions().await?;
+        // Connecting first: an upstream that cannot be reached fails the build here.
+        self.upstream.instructions().await?;
         let (server, mirror) = self.parts();
-        if let Some(instructions) = instructions {
-            server.set_instructions(instructions);
-        }
         // Listening before the first read: no change made after it goes unannounced.
         if let Some(listening) = mirror.follow(&server) {
             let _ = listening.await;
@@ -138,9 +136,9 @@ impl ProxyServer {
     /// read on the first list that reaches the server; until the upstream has answered, its
     /// lists fail with the reason (a parent lists without it, with a warning) and calls of
     /// its tools are unknown. It follows what the upstream announces from when it starts,
-    /// or from its first list. The upstream's instructions are not taken: a server's
-    /// identity is read when it is served, before the upstream is. For a server that should
-    /// start whether or not its upstream is up.
+    /// or from its first list. It takes the upstream's instructions with its first read of
+    /// the upstream: sessions that start before have none. For a server that should start
+    /// whether or not its upstream is up.
     ///
     /// ```
     /// let upstream = ferrymcp_proxy::Upstream::http("api", ferrymcp_proxy::HttpTarget::new("http://127.0.0.1:1/mcp"));

@@ -381,7 +381,8 @@ impl Server {
         self.info_mut().title = Some(title.into());
     }
 
-    /// Sets the instructions clients may show a model.
+    /// Sets the instructions clients may show a model; sessions that start from then on get
+    /// them.
     ///
     /// ```
     /// ferrymcp_core::Server::new("x").set_instructions("Use add for sums.");
@@ -469,6 +470,19 @@ impl Server {
     /// ```
     pub fn version(&self) -> Option<String> {
         self.info().version.clone()
+    }
+
+    /// The instructions clients are given, if set. A served server gives each new session
+    /// the instructions it has when the session starts.
+    ///
+    /// ```
+    /// let s = ferrymcp_core::Server::new("x");
+    /// assert!(s.instructions().is_none());
+    /// s.set_instructions("Use add for sums.");
+    /// assert_eq!(s.instructions().as_deref(), Some("Use add for sums."));
+    /// ```
+    pub fn instructions(&self) -> Option<String> {
+        self.info().instructions.clone()
     }
 
     fn info(&self) -> std::sync::RwLockReadGuard<'_, Info> {
