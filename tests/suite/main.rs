@@ -41,6 +41,7 @@ mod proxy_fastmcp;
 mod proxy_gateway;
 mod proxy_input_rounds;
 mod proxy_instructions;
+mod proxy_ping;
 mod proxy_relay;
 mod proxy_relist;
 mod redis_push;

@@ -814,6 +814,10 @@ impl ServerHandler for McpService {
         config
     }
 
+    async fn ping(&self, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.root.pinged().await
+    }
+
     async fn initialize(
         &self,
         request: InitializeRequestParams,

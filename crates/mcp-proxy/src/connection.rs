@@ -33,7 +33,7 @@ use rmcp::{
     RoleClient,
     model::{
         CallToolRequest, ClientRequest, GetExtensions as _, ListToolsRequest,
-        PaginatedRequestParams, RequestMetaObject,
+        PaginatedRequestParams, PingRequest, RequestMetaObject,
     },
     service::{
         ClientInitializeError, ClientLifecycleMode, ClientServiceExt as _, Peer,
@@ -381,6 +381,26 @@ impl Upstream {
     /// ```
     pub async fn instructions(&self) -> Result<Option<String>, ProxyError> {
         Ok(self.session().await?.instructions.clone())
+    }
+
+    /// Pings the upstream (connecting if needed), within the call timeout. A 2026-07-28
+    /// session has no `ping`: it is answered by the session's being open.
+    ///
+    /// ```no_run
+    /// # async fn run(u: ferrymcp_proxy::Upstream) -> Result<(), ferrymcp_proxy::ProxyError> {
+    /// u.ping().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn ping(&self) -> Result<(), ProxyError> {
+        if self.session().await?.modern {
+            return Ok(());
+        }
+        self.request(
+            ClientRequest::PingRequest(PingRequest::default()),
+            RequestOptions::default(),
+        )
+        .await
+        .map(drop)
     }
 
     /// The instructions of the open session, without connecting: `None` when no session

@@ -158,6 +158,12 @@ impl ProxyServer {
         server.insert_state(ProxyState {
             upstream: self.upstream.clone(),
         });
+        // A ping of the proxy is a ping of its upstream: the client learns whether it is up.
+        let pinged = self.upstream.clone();
+        server.on_ping(move |_| {
+            let upstream = pinged.clone();
+            async move { upstream.ping().await.map_err(ProxyError::into_error_data) }
+        });
         let mirror = Mirror::new(self.upstream, self.task_modes, self.relist_after);
         (server, Arc::new(mirror))
     }

@@ -50,6 +50,7 @@ use crate::{
 
 type StartHook = Arc<dyn Fn(Server) -> BoxFuture<'static, Result<(), BoxError>> + Send + Sync>;
 type StopHook = Arc<dyn Fn(Server) -> BoxFuture<'static, ()> + Send + Sync>;
+type PingHook = Arc<dyn Fn(Server) -> BoxFuture<'static, Result<(), ErrorData>> + Send + Sync>;
 type ListHook =
     Arc<dyn Fn(Server, ListKind) -> BoxFuture<'static, Result<(), ErrorData>> + Send + Sync>;
 
@@ -127,6 +128,8 @@ struct ServerInner {
     state: RwLock<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
     start_hooks: Mutex<Vec<StartHook>>,
     stop_hooks: Mutex<Vec<StopHook>>,
+    /// Run when a client pings this server as the one it is connected to.
+    ping_hooks: Mutex<Vec<PingHook>>,
     /// Runs before this server lists its own components ([`Server::before_list`]).
     list_hook: arc_swap::ArcSwapOption<ListHook>,
     running: AtomicBool,
@@ -336,6 +339,7 @@ impl Server {
                 state: RwLock::default(),
                 start_hooks: Mutex::default(),
                 stop_hooks: Mutex::default(),
+                ping_hooks: Mutex::default(),
                 list_hook: arc_swap::ArcSwapOption::empty(),
                 running: AtomicBool::new(false),
                 write: Mutex::new(()),
@@ -838,6 +842,36 @@ impl Server {
     {
         lock(&self.inner.stop_hooks).push(Arc::new(move |s| Box::pin(hook(s))));
         self
+    }
+
+    /// Runs `hook` when a client pings this server (a 2025-11-25 `ping`; 2026-07-28 has
+    /// none), before the answer: an error is the ping's answer. Only the hooks of the server
+    /// the client is connected to run, not those of servers mounted into it. A proxy uses it
+    /// to pass the ping on to its upstream. Without hooks a ping is answered at once.
+    ///
+    /// ```
+    /// let s = ferrymcp_core::Server::new("s");
+    /// s.on_ping(|server| async move {
+    ///     tracing::debug!(server = server.name(), "pinged");
+    ///     Ok(())
+    /// });
+    /// ```
+    pub fn on_ping<F, Fut>(&self, hook: F) -> &Self
+    where
+        F: Fn(Server) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), ErrorData>> + Send + 'static,
+    {
+        lock(&self.inner.ping_hooks).push(Arc::new(move |s| Box::pin(hook(s))));
+        self
+    }
+
+    /// Runs the ping hooks in the order they were added; the first error ends the ping.
+    pub(crate) async fn pinged(&self) -> Result<(), ErrorData> {
+        let hooks = lock(&self.inner.ping_hooks).clone();
+        for hook in hooks {
+            hook(self.clone()).await?;
+        }
+        Ok(())
     }
 
     /// Runs `hook` each time this server is about to list its own components of a kind (a
