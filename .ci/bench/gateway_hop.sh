@@ -28,15 +28,7 @@ rounds="${2:-2}"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$root/.ci/bench/wrk.sh"
 cd "$root"
-command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 1; }
-build_hops
-
-work="$(mktemp -d)"
-pids=()
-trap bench_cleanup EXIT
-
-start_server demo taskset -c 1 target/release/examples/demo --http 127.0.0.1:0
-hop_files "$demo_url"
+hop_setup
 start_server gateway taskset -c 0 target/release/ferrymcp-gateway --config "$work/gateway.toml" \
     --http 127.0.0.1:0
 start_server floor taskset -c 0 "$floor_target/release/floor-hop" 127.0.0.1:0 "$demo_url" demo

@@ -24,16 +24,8 @@ connections="${2:-8}"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$root/.ci/bench/wrk.sh"
 cd "$root"
-command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 1; }
 command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install -y valgrind" >&2; exit 1; }
-build_hops
-
-work="$(mktemp -d)"
-pids=()
-trap bench_cleanup EXIT
-
-start_server demo taskset -c 1 target/release/examples/demo --http 127.0.0.1:0
-hop_files "$demo_url"
+hop_setup
 
 # count NAME SECONDS COMMAND...: runs COMMAND (a hop serving on an address it announces)
 # under callgrind on CPU 0, with wrk for SECONDS unless 0; prints "requests instructions".

@@ -91,20 +91,24 @@ check_add() {
     }
 }
 
-# build_hops: release builds of the demo, `ferrymcp-gateway` and the floor hop (mimalloc);
-# sets `floor_target`, the floor's target directory. For the hop scripts.
-build_hops() {
+# hop_setup: what both hop scripts start from. Checks for wrk; builds the demo,
+# `ferrymcp-gateway` and the floor hop (mimalloc) in release, setting `floor_target`, the
+# floor's target directory; sets `work` and `pids` with the cleanup trap; starts the demo on
+# CPU 1 (`demo_url`, `demo_pid`); and writes, in `work`, the gateway's config mounting the
+# demo as `demo` (gateway.toml), the wrk script of the direct call (direct.lua) and that of
+# the relayed one, `demo_add` (gateway.lua). Run from the project's root.
+hop_setup() {
+    command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 1; }
     cargo build --release --example demo
     cargo build --release -p ferrymcp-proxy --features gateway --bin ferrymcp-gateway
     floor_target="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/bench-floor-mimalloc"
     (cd .ci/bench/floor && CARGO_TARGET_DIR="$floor_target" cargo build --release --locked --features mimalloc)
-}
 
-# hop_files DEMO_URL: writes, in `work`, the gateway's config mounting the demo at DEMO_URL
-# as `demo` (gateway.toml), the wrk script of the direct call (direct.lua) and that of the
-# relayed one, `demo_add` (gateway.lua).
-hop_files() {
-    printf 'name = "gateway"\n\n[[upstream]]\nnamespace = "demo"\nurl = "%s"\n' "$1" \
+    work="$(mktemp -d)"
+    pids=()
+    trap bench_cleanup EXIT
+    start_server demo taskset -c 1 target/release/examples/demo --http 127.0.0.1:0
+    printf 'name = "gateway"\n\n[[upstream]]\nnamespace = "demo"\nurl = "%s"\n' "$demo_url" \
         >"$work/gateway.toml"
     wrk_call_script "$work/direct.lua"
     sed -e 's/"name":"add"/"name":"demo_add"/' -e 's/\["Mcp-Name"\] = "add"/["Mcp-Name"] = "demo_add"/' \
