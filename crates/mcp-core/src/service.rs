@@ -106,8 +106,13 @@ impl McpService {
     /// let _ = ferrymcp_core::McpService::new(ferrymcp_core::Server::new("demo"));
     /// ```
     pub fn new(root: Server) -> Self {
-        let config = Arc::new(root.server_config());
-        let legacy_config = Arc::new(root.legacy_server_config());
+        // Without instructions: `get_info` reads the root's as each session starts.
+        let snapshot = |mut config: ServerConfig| {
+            config.instructions = None;
+            Arc::new(config)
+        };
+        let config = snapshot(root.server_config());
+        let legacy_config = snapshot(root.legacy_server_config());
         Self {
             root,
             config,

@@ -28,13 +28,13 @@ use ferrymcp_core::{ListKind, Server, WeakServer};
 use ferrymcp_types::ClientConfig;
 use rmcp::{
     RoleClient,
-    model::{ClientRequest, PingRequest, ResourceUpdatedNotificationParam, ServerNotification},
+    model::{ResourceUpdatedNotificationParam, ServerNotification},
     service::NotificationContext,
 };
 use tokio::sync::{broadcast, oneshot, watch};
 
 use crate::{
-    RequestOptions, Upstream,
+    Upstream,
     connection::{Listening, Session},
 };
 
@@ -336,12 +336,8 @@ async fn follow(
                     return Ended::Gone;
                 }
                 if upstream.is_current(session) {
-                    let ping = upstream.request(
-                        ClientRequest::PingRequest(PingRequest::default()),
-                        RequestOptions::default(),
-                    );
                     // A failure drops the session (seen below); its answer says nothing else.
-                    drop(tokio::time::timeout(LISTEN_TIMEOUT, ping).await);
+                    drop(tokio::time::timeout(LISTEN_TIMEOUT, upstream.ping()).await);
                 }
                 if !upstream.is_current(session) {
                     tracing::debug!(upstream = %upstream.name(), "the upstream's session closed; following the next one");
